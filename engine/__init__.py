@@ -1,0 +1,1 @@
+"""Models and mathematics behind the app, in torch. Never imports streamlit."""

@@ -1,0 +1,1 @@
+"""Attention basics: kernel regression, scoring functions, scaling, multi-head, equivariance."""

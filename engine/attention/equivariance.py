@@ -1,0 +1,68 @@
+"""Self-attention is permutation equivariant without positions (002 §2.3.1).
+
+With X' = P X: Q' = P Q, K' = P K, V' = P V, so S' = P S P^T, A' = P A P^T and
+Attention(X') = P Attention(X). Adding positions to X after the shuffle breaks this.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import torch
+
+from engine.attention.multihead import MultiHeadWeights
+from engine.attention.scoring import attention
+
+
+def token_embeddings(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
+    """A fixed random vector per distinct word (the same word always gets the same row): (T, C).
+
+    crc32 rather than hash() so the vectors are the same in every process.
+    """
+    rows = [torch.randn(d_model, generator=torch.Generator().manual_seed(zlib.crc32(t.encode()) ^ seed)) for t in tokens]
+    return torch.stack(rows) if rows else torch.empty(0, d_model)
+
+
+def permutation_matrix(order: list[int]) -> torch.Tensor:
+    """P with (P X)[i] = X[order[i]]; order must be a permutation of 0..n-1."""
+    n = len(order)
+    if sorted(order) != list(range(n)):
+        raise ValueError(f"{order} is not a permutation of 0..{n - 1}: each position must appear once")
+    P = torch.zeros(n, n)
+    P[torch.arange(n), torch.tensor(order, dtype=torch.long)] = 1.0
+    return P
+
+
+@dataclass
+class EquivarianceCheck:
+    P: torch.Tensor  # (T, T)
+    A: torch.Tensor  # (T, T) attention of the original order
+    A_permuted: torch.Tensor  # (T, T) attention of the shuffled order, A'
+    weights_error: float  # max |A' - P A P^T|
+    output_error: float  # max |Attention(X') - P Attention(X)|
+
+
+def self_attention_weights(X: torch.Tensor, weights: MultiHeadWeights) -> tuple[torch.Tensor, torch.Tensor]:
+    """One head of self-attention on X (T, C): Q = X W_Q, K = X W_K, V = X W_V (002 §2.1.1)."""
+    W_Q, W_K, W_V = weights.W_qkv.split(X.shape[1], dim=1)
+    result = attention(X @ W_Q, X @ W_K, X @ W_V, "scaled_dot")
+    return result.weights, result.output
+
+
+def check_equivariance(
+    X: torch.Tensor, weights: MultiHeadWeights, order: list[int], positions: torch.Tensor | None = None
+) -> EquivarianceCheck:
+    """Compare self-attention of X and of P X; `positions` (T, C), if given, is added after shuffling."""
+    P = permutation_matrix(order)
+    X_permuted = P @ X
+    if positions is not None:
+        X, X_permuted = X + positions, X_permuted + positions
+    A, out = self_attention_weights(X, weights)
+    A_permuted, out_permuted = self_attention_weights(X_permuted, weights)
+    return EquivarianceCheck(
+        P=P,
+        A=A,
+        A_permuted=A_permuted,
+        weights_error=float((A_permuted - P @ A @ P.T).abs().max()),
+        output_error=float((out_permuted - P @ out).abs().max()),
+    )

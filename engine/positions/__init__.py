@@ -1,0 +1,1 @@
+"""Positional encodings."""

@@ -1,0 +1,74 @@
+import streamlit as st
+import torch
+
+from engine.attention.equivariance import check_equivariance, token_embeddings
+from engine.attention.multihead import init_multihead
+from engine.positions.sinusoidal import sinusoidal_encoding
+from ui import figures
+from ui.inputs import parse_order, parse_tokens
+from ui.page import Page, equations
+
+page = Page("permutation")
+st.markdown(
+    "Self-attention compares every token with every other, but nothing in Q Kᵀ knows where a token sits. "
+    "Shuffle the tokens and, with no positions added, the attention map is the same map with its rows and "
+    "columns shuffled the same way."
+)
+c1, c2, c3 = st.columns([3, 2, 1])
+with c1:
+    sentence = page.text("Sentence", "text", "I feel good", 200)
+with c2:
+    how = page.select("New order", "order", ["Reversed", "Shuffled", "Typed"])
+with c3:
+    seed = page.slider("Seed", "seed", 0, 99, 0)
+c4, c5 = st.columns([3, 3])
+with c4:
+    d_model = page.slider("d_model", "C", 2, 64, 8, 2)
+with c5:
+    positions = page.toggle("Add sinusoidal positions (002 §2.3.2) after shuffling", "pos", False)
+
+with page.guard():
+    tokens = parse_tokens(sentence)
+    n = len(tokens)
+    if how == "Reversed":
+        order = list(range(n))[::-1]
+    elif how == "Shuffled":
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    else:
+        order = parse_order(page.text("Order (new position i takes old token order[i])", "perm",
+                                      " ".join(map(str, range(n))), 100), n)
+    X = token_embeddings(tokens, d_model, seed)  # (T, C)
+    check = check_equivariance(X, init_multihead(d_model, seed), order,
+                               sinusoidal_encoding(n, d_model) if positions else None)
+    shuffled = [tokens[i] for i in order]
+    st.markdown(f"**X:** {' · '.join(tokens)}  \n**X′ = P X:** {' · '.join(shuffled)}")
+
+    left, right = st.columns([3, 2])
+    with left:
+        g1, g2, g3 = st.columns(3)
+        with g1:
+            figures.show(figures.heatmap(check.A.numpy(), tokens, tokens, title="A of X", x_title="key",
+                                         y_title="query", height=330))
+        with g2:
+            figures.show(figures.heatmap(check.A_permuted.numpy(), shuffled, shuffled, title="A′ of P X",
+                                         x_title="key", y_title="query", height=330))
+        with g3:
+            figures.show(figures.heatmap((check.P @ check.A @ check.P.T).numpy(), shuffled, shuffled,
+                                         title="P A Pᵀ", x_title="key", y_title="query", height=330))
+        m1, m2 = st.columns(2)
+        m1.metric("max |A′ − P A Pᵀ|", f"{check.weights_error:.1e}")
+        m2.metric("max |Attention(P X) − P Attention(X)|", f"{check.output_error:.1e}")
+        if check.weights_error < 1e-5:
+            st.success("A′ = P A Pᵀ to float32 rounding: the shuffled sentence gets the same attention, shuffled.")
+        else:
+            st.info("With positions added after shuffling, each token's vector depends on where it now sits, "
+                    "so the attention is no longer a shuffled copy.")
+    with right:
+        equations(
+            ("002 §2.3.1", r"X' = PX,\quad Q' = PQ,\quad K' = PK,\quad V' = PV"),
+            ("002 §2.3.1", r"S' = \frac{PQ(PK)^\top}{\sqrt{d_k}} = P S P^\top"),
+            ("002 §2.3.1", r"A' = \operatorname{softmax}(S') = P A P^\top"),
+            ("002 §2.3.1", r"\operatorname{Attention}(X') = A'V' = P A P^\top P V = P\,\operatorname{Attention}(X)"),
+        )
+        st.caption("P is a permutation matrix, so Pᵀ P = I; the row-wise softmax commutes with reordering "
+                   "rows and columns.")

@@ -1,0 +1,70 @@
+import math
+
+import streamlit as st
+import torch
+
+from engine.attention.scaling import sample_logits, scaling_study
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("scaling")
+st.markdown(
+    "Draw queries and keys with independent entries of mean 0 and variance 1. Their dot product has "
+    "variance d_k, so as d_k grows the raw logits spread out, the softmax picks one key almost surely, and "
+    "its gradient (000 eq. 56) vanishes. Dividing by √d_k keeps the spread at 1 for every d_k."
+)
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    n_keys = page.slider("Keys per softmax m", "m", 2, 64, 16)
+with c2:
+    n_draws = page.slider("Random draws", "draws", 100, 2000, 500, 100)
+with c3:
+    max_log2 = page.slider("Largest d_k = 2^", "maxlog2", 4, 10, 10)
+with c4:
+    seed = page.slider("Seed", "seed", 0, 99, 0)
+
+
+@st.cache_data(max_entries=32, show_spinner="Drawing random queries and keys…")
+def study(max_log2: int, n_keys: int, n_draws: int, seed: int):
+    return scaling_study(max_log2, n_keys, n_draws, seed)
+
+
+result = study(max_log2, n_keys, n_draws, seed)
+dims = result.d_k
+left, right = st.columns([3, 2])
+with left:
+    g1, g2 = st.columns(2)
+    with g1:
+        figures.show(figures.lines(dims, {"raw q·k": result.logit_std["raw"], "scaled q·k/√d_k": result.logit_std["scaled"],
+                                          "√d_k": [math.sqrt(d) for d in dims]},
+                                   title="Spread of the logits", x_title="d_k", y_title="standard deviation",
+                                   log_x=True, log_y=True, dashed=["√d_k"]))
+        figures.show(figures.lines(dims, {"raw": result.max_weight["raw"], "scaled": result.max_weight["scaled"]},
+                                   title="Largest attention weight", x_title="d_k", y_title="mean max α", log_x=True))
+    with g2:
+        figures.show(figures.lines(dims, {"raw": result.entropy["raw"], "scaled": result.entropy["scaled"]},
+                                   title="Softmax entropy", x_title="d_k", y_title="entropy / log m", log_x=True))
+        figures.show(figures.lines(dims, {"raw": result.jacobian_norm["raw"], "scaled": result.jacobian_norm["scaled"]},
+                                   title="Gradient of the softmax", x_title="d_k", y_title="mean ‖∂α/∂a‖_F",
+                                   log_x=True, log_y=True))
+with right:
+    equations(
+        ("001 §1.4", r"\mathbb{E}[q^\top k] = 0,\quad \operatorname{Var}[q^\top k] = \sum_{i=1}^{d_k}"
+                     r"\operatorname{Var}[q_i k_i] = d_k"),
+        ("000 eq. 56", r"\frac{\partial C}{\partial z} = p - y"),
+        ("Softmax Jacobian", r"\frac{\partial \alpha}{\partial a} = \operatorname{diag}(\alpha) - \alpha\alpha^\top"),
+        ("000 eq. 57", r"A(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V"),
+    )
+    big = dims[-1]
+    st.metric(f"Raw logit spread at d_k = {big}", f"{result.logit_std['raw'][-1]:.2f}",
+              help=f"√{big} = {math.sqrt(big):.2f}")
+    st.metric(f"Scaled logit spread at d_k = {big}", f"{result.logit_std['scaled'][-1]:.3f}")
+
+st.subheader("One query, raw against scaled")
+sample_d = int(page.select("d_k of this draw", "sample", [str(d) for d in dims], str(dims[-1])))
+logits = sample_logits(sample_d, n_keys, 1, torch.Generator().manual_seed(seed))[0]
+figures.show(figures.bars([f"k{j + 1}" for j in range(n_keys)],
+                          {"softmax(q·k)": torch.softmax(logits, 0).tolist(),
+                           "softmax(q·k/√d_k)": torch.softmax(logits / math.sqrt(sample_d), 0).tolist()},
+                          title=f"Attention weights of one query over {n_keys} keys, d_k = {sample_d}",
+                          y_title="α"))

@@ -1,0 +1,117 @@
+import numpy as np
+import streamlit as st
+import torch
+
+from engine.attention import scoring
+from ui import figures
+from ui.inputs import format_matrix, parse_matrix
+from ui.page import Page, equations
+
+page = Page("scoring_functions")
+# 002 §2.1's worked example: decoder state s_{t-1} as the query, encoder states h_1..h_3 as keys and values.
+EXAMPLE_Q, EXAMPLE_K = np.array([[0.5, 0.2]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+EXAMPLE_PRINTED = {"weights": [0.3374, 0.2501, 0.4125], "context": [0.7499, 0.6626]}  # as 002 prints them
+SCORING_LABELS = {"Dot": "dot", "Scaled dot": "scaled_dot", "General (bilinear)": "general", "Additive": "additive"}
+MAX_KEYS = 10
+
+c1, c2, c3 = st.columns([2, 2, 1])
+with c1:
+    source = page.select("Inputs", "inputs", ["Worked example (002 §2.1)", "Random", "Typed"])
+with c2:
+    kind_label = page.select("Scoring function", "score", list(SCORING_LABELS))
+with c3:
+    padding = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
+                          help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)")
+kind = SCORING_LABELS[kind_label]
+
+
+def random_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r1, r2, r3, r4, r5, r6 = st.columns(6)
+    with r1:
+        n = page.slider("Queries n", "n", 1, 8, 3)
+    with r2:
+        m = page.slider("Keys m", "m", 1, MAX_KEYS, 5)
+    with r3:
+        d_q = page.slider("d_q", "dq", 1, 16, 4)
+    with r4:
+        d_k = page.slider("d_k", "dk", 1, 16, 4)
+    with r5:
+        d_v = page.slider("d_v", "dv", 1, 8, 2)
+    with r6:
+        seed = page.slider("Seed", "seed", 0, 99, 0)
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(n, d_q, generator=g).numpy(), torch.randn(m, d_k, generator=g).numpy(),
+            torch.randn(m, d_v, generator=g).numpy())
+
+
+def typed_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t1, t2, t3 = st.columns(3)
+    with t1:
+        Q = parse_matrix(page.text("Q (one query per row)", "Q", format_matrix(EXAMPLE_Q), 400, area=True), "Q")
+    with t2:
+        K = parse_matrix(page.text("K (one key per row)", "K", format_matrix(EXAMPLE_K), 400, area=True), "K")
+    with t3:
+        V = parse_matrix(page.text("V (one value per key)", "V", format_matrix(EXAMPLE_K), 400, area=True), "V")
+    return Q, K, V
+
+
+result = None
+with page.guard():
+    if source == "Random":
+        Q, K, V = random_inputs()
+    elif source == "Typed":
+        Q, K, V = typed_inputs()
+    else:
+        Q, K, V = EXAMPLE_Q, EXAMPLE_K, EXAMPLE_K
+    m = K.shape[0]
+    if m > MAX_KEYS:
+        raise ValueError(f"K has {m} keys; this page shows at most {MAX_KEYS}")
+    if padding >= m:
+        raise ValueError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
+    with st.expander("Parameters of general and additive scoring"):
+        p1, p2 = st.columns(2)
+        with p1:
+            hidden = page.slider("Hidden size h of additive scoring", "hidden", 1, 16, 4)
+        with p2:
+            param_seed = page.slider("Parameter seed", "pseed", 0, 99, 0)
+    params = scoring.init_scoring_params(Q.shape[1], K.shape[1], hidden, param_seed)
+    valid_lens = torch.full((Q.shape[0],), m - padding)
+    result = scoring.attention(torch.tensor(Q).float(), torch.tensor(K).float(), torch.tensor(V).float(),
+                               kind, valid_lens, params)
+
+if result is not None:
+    keys = [f"k{j + 1}" for j in range(K.shape[0])]
+    queries = [f"q{i + 1}" for i in range(Q.shape[0])]
+    left, right = st.columns([3, 2])
+    with left:
+        h1, h2 = st.columns(2)
+        with h1:
+            scores = result.scores.numpy()
+            figures.show(figures.heatmap(scores, keys, queries, title=f"Scores a(q, k), {kind_label.lower()}",
+                                         x_title="key", y_title="query", zmin=None, zmax=None, colorscale="RdBu_r"))
+        with h2:
+            figures.show(figures.heatmap(result.weights.numpy(), keys, queries, title="Weights α = masked softmax",
+                                         x_title="key", y_title="query"))
+        st.markdown("**Output** O = α V, one row per query")
+        st.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
+                     hide_index=True)
+    with right:
+        equations(
+            ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),
+            ("000 eq. 57, 001 §1.4 (scaled dot)", r"a(q, k) = \frac{q\,k^\top}{\sqrt{d}}"),
+            ("000 eq. 46 (general)", r"a(q, k) = q\,W\,k^\top"),
+            ("000 eq. 47, 001 §1.4 (additive)", r"a(q, k) = w_v^\top \tanh(W_q q + W_k k)"),
+            ("001 §1.4 (masked softmax)", r"\alpha_{ij} = \frac{\exp a_{ij}}{\sum_{j' < \ell_i} \exp a_{ij'}}"
+                                          r"\ \text{ for } j < \ell_i,\ \ 0 \text{ otherwise}"),
+            ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
+        )
+    if source.startswith("Worked") and kind == "dot" and padding == 0:
+        st.subheader("Against the worked example of 002 §2.1")
+        st.table({
+            "quantity": ["α_t1", "α_t2", "α_t3", "c_t[1]", "c_t[2]"],
+            "printed in 002": EXAMPLE_PRINTED["weights"] + EXAMPLE_PRINTED["context"],
+            "computed here": [round(float(x), 4) for x in [*result.weights[0], *result.output[0]]],
+        })
+        st.caption("The notes round exp(0.5)/4.8839 = 1.6487/4.8839 to 0.3374 and 2.0138/4.8839 to 0.4125; "
+                   "carried out exactly these are 0.3376 and 0.4123, so the context's second entry is 0.6624. "
+                   "Both agree to three decimals.")

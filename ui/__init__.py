@@ -1,0 +1,1 @@
+"""Shared Streamlit pieces: page conventions, figure builders, input parsing, the page catalog."""

@@ -1,0 +1,56 @@
+"""Every built page, once: navigation, the home map and the test harnesses all read this list.
+
+A new page is one line here; sections with no built page do not appear.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SECTIONS = (
+    "Embeddings",
+    "Decoding",
+    "Seq2seq attention",
+    "Attention and Transformers",
+    "Positions",
+    "Efficiency",
+)
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    slug: str  # file name in pages/ and the URL path
+    title: str
+    section: str
+    icon: str
+    year: int  # when the idea appeared, for the home page's timeline
+    summary: str
+    follows: str  # the seed sections and equations the page computes
+
+    @property
+    def path(self) -> str:
+        return f"pages/{self.slug}.py"
+
+
+PAGES = (
+    PageInfo("kernel_regression", "Kernel regression", "Attention and Transformers", ":material/scatter_plot:", 1964,
+             "Nadaraya-Watson regression: attention pooling before neural networks.", "001 §1.3"),
+    PageInfo("scoring_functions", "Scoring functions", "Attention and Transformers", ":material/functions:", 2015,
+             "Dot, scaled dot, general and additive scores; masked softmax.",
+             "001 §1.4; 000 §7 eq. 42-47, §8.1 eq. 55-57; 002 §2.1"),
+    PageInfo("scaling", "Why divide by √d_k", "Attention and Transformers", ":material/compress:", 2017,
+             "Logit spread, softmax entropy and gradients as d_k grows.", "000 eq. 56-57; 001 §1.4"),
+    PageInfo("multi_head", "Multi-head attention", "Attention and Transformers", ":material/view_column:", 2017,
+             "Many queries at once, then heads split and concatenated, shape by shape.",
+             "000 §8.1.4 eq. 60-62, §8.2-8.3 eq. 64-82; 002 §2.1.3; 001 §1.6"),
+    PageInfo("permutation", "Permutation equivariance", "Attention and Transformers", ":material/shuffle:", 2017,
+             "Shuffle the tokens: without positions the attention map only shuffles, A' = P A Pᵀ.",
+             "002 §2.3.1"),
+)
+
+BY_SLUG = {page.slug: page for page in PAGES}
+
+
+def pages_by_section() -> dict[str, list[PageInfo]]:
+    """Built pages grouped in the order of SECTIONS, leaving out empty sections."""
+    grouped = {section: [p for p in PAGES if p.section == section] for section in SECTIONS}
+    return {section: pages for section, pages in grouped.items() if pages}

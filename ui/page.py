@@ -1,0 +1,95 @@
+"""Page conventions: header with the seed citation, controls mirrored in the URL, notices,
+an equations panel and a guard that turns bad input into a short message.
+
+Every control is bound to a query parameter of the same name (Streamlit's
+`bind="query-params"`), so a copied URL reopens the same view. Streamlit already drops a
+bad or out-of-range value and falls back to the default; this module says so on the page.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import streamlit as st
+
+from ui.catalog import BY_SLUG
+
+BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
+
+
+def _denotes(raw: str, value: Any) -> bool:
+    """Whether a URL string spells a widget value (Streamlit drops a value equal to the default)."""
+    if isinstance(value, bool):
+        return raw.lower() == str(value).lower()
+    if isinstance(value, int | float):
+        try:
+            return float(raw) == float(value)
+        except ValueError:
+            return False
+    return raw == str(value)
+
+
+class Page:
+    """One page's header, notices and URL-bound controls."""
+
+    def __init__(self, slug: str):
+        self.info = BY_SLUG[slug]
+        st.title(self.info.title)
+        st.caption(f"Follows {self.info.follows}")
+        self._notices = st.container()
+        st.session_state.setdefault(BOUND_PARAMS, set())
+
+    def notice(self, message: str) -> None:
+        self._notices.info(message, icon=":material/info:")
+
+    def _bound(self, widget: Callable[..., Any], name: str, expected: str, *args: Any, **kwargs: Any) -> Any:
+        raw = st.query_params.get(name)
+        value = widget(*args, key=name, bind="query-params", **kwargs)
+        st.session_state[BOUND_PARAMS].add(name)
+        if raw is not None and name not in st.query_params and not _denotes(raw, value):
+            self.notice(f"URL parameter `{name}={raw[:40]}` is not {expected}; using {value}.")
+        return value
+
+    def slider(self, label: str, name: str, low: float, high: float, default: float, step: float | None = None,
+               **kwargs: Any) -> Any:
+        return self._bound(st.slider, name, f"a number from {low} to {high}", label, low, high, default, step,
+                           **kwargs)
+
+    def select(self, label: str, name: str, options: Sequence[str], default: str | None = None, **kwargs: Any) -> str:
+        index = list(options).index(default) if default is not None else 0
+        return self._bound(st.selectbox, name, f"one of {', '.join(options)}", label, options, index, **kwargs)
+
+    def toggle(self, label: str, name: str, default: bool = False, **kwargs: Any) -> bool:
+        return self._bound(st.toggle, name, "True or False", label, default, **kwargs)
+
+    def text(self, label: str, name: str, default: str, max_chars: int, area: bool = False, **kwargs: Any) -> str:
+        widget = st.text_area if area else st.text_input
+        return self._bound(widget, name, f"text of at most {max_chars} characters", label, default,
+                           max_chars=max_chars, **kwargs)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Show a ValueError from the engine as a short warning; the rest of the page goes on."""
+        try:
+            yield
+        except ValueError as error:
+            st.warning(str(error), icon=":material/warning:")
+
+
+def equations(*items: tuple[str, str]) -> None:
+    """The equations panel: (citation, LaTeX) pairs, each labelled with where the notes write it."""
+    with st.container(border=True):
+        st.markdown("**Equations**")
+        for citation, latex in items:
+            st.caption(citation)
+            st.latex(latex)
+
+
+def flag_unknown_params() -> None:
+    """After a page ran: name and drop URL parameters that no control on it owns."""
+    owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture"}
+    for name in [n for n in st.query_params if n not in owned]:
+        st.toast(f"Ignored URL parameter `{name[:40]}`: this page has no such control.", icon=":material/link_off:")
+        del st.query_params[name]
+    st.session_state[BOUND_PARAMS] = set()

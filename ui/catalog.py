@@ -18,7 +18,7 @@ SECTIONS = (
 
 @dataclass(frozen=True)
 class PageInfo:
-    slug: str  # file name in pages/ and the URL path
+    slug: str  # file name in views/ and the URL path
     title: str
     section: str
     icon: str
@@ -28,7 +28,7 @@ class PageInfo:
 
     @property
     def path(self) -> str:
-        return f"pages/{self.slug}.py"
+        return f"views/{self.slug}.py"
 
 
 PAGES = (

@@ -15,9 +15,9 @@ st.markdown(
 )
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    n_keys = page.slider("Keys per softmax m", "m", 2, 64, 16)
+    n_keys = page.slider("Keys per softmax m", "m", 2, 32, 16)
 with c2:
-    n_draws = page.slider("Random draws", "draws", 100, 2000, 500, 100)
+    n_draws = page.slider("Random draws", "draws", 100, 1000, 500, 100)
 with c3:
     max_log2 = page.slider("Largest d_k = 2^", "maxlog2", 4, 10, 10)
 with c4:

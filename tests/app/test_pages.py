@@ -1,0 +1,148 @@
+"""Every page through the navigation; every control moved; numbers read back from the page."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.attention import kernel_regression as kr
+from tests.app.conftest import assert_clean, open_page
+from ui.catalog import PAGES
+
+SLUGS = [p.slug for p in PAGES]
+
+
+def test_home_links_every_built_page():
+    at = open_page()
+    assert_clean(at)
+    linked = {link.proto.page for link in at.get("page_link")}
+    assert linked == set(SLUGS)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_page_renders_with_its_header(slug):
+    at = open_page(slug)
+    assert_clean(at)
+    info = next(p for p in PAGES if p.slug == slug)
+    assert at.title[0].value == info.title
+    assert at.caption[0].value == f"Follows {info.follows}"
+    assert len(at.get("plotly_chart")) > 0
+
+
+def move_sliders_and_toggles(at, done: set[str]) -> None:
+    """Each slider not in `done` to both ends and each toggle flipped, skipping controls a move hid."""
+    for key in [s.key for s in at.slider if s.key not in done]:
+        done.add(key)
+        for end in ("min", "max"):
+            slider = next((s for s in at.slider if s.key == key), None)
+            if slider is not None:
+                slider.set_value(getattr(slider, end)).run()
+                assert_clean(at)
+    for key in [t.key for t in at.toggle if t.key not in done]:
+        done.add(key)
+        toggle = next((t for t in at.toggle if t.key == key), None)
+        if toggle is not None:
+            toggle.set_value(not toggle.value).run()
+            assert_clean(at)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_control_moves_without_error(slug):
+    at = open_page(slug)
+    done: set[str] = set()
+    move_sliders_and_toggles(at, done)
+    for key in [b.key for b in at.selectbox]:
+        for option in at.selectbox(key=key).options:
+            at.selectbox(key=key).set_value(option).run()
+            assert_clean(at)
+            move_sliders_and_toggles(at, done)  # an option can reveal controls of its own
+
+
+def test_lecture_mode_is_a_url_parameter_on_every_page():
+    at = open_page("scaling", lecture="True")
+    assert at.sidebar.toggle(key="lecture").value is True
+    assert_clean(at)
+
+
+def metric(at, label_start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+def test_kernel_regression_error_matches_the_engine():
+    at = open_page("kernel_regression", kernel="Epanechnikov", h="0.8", n="60", noise="0.3", seed="4")
+    data = kr.make_regression_data(60, 0.3, 4)
+    fit = kr.nadaraya_watson(data.x_query, data.x_train, data.y_train, "epanechnikov", 0.8)
+    assert float(metric(at, "Mean squared error")) == pytest.approx(float(((fit.predictions - data.y_true) ** 2).mean()),
+                                                                    abs=1e-4)
+
+
+def test_narrow_boxcar_says_where_the_curve_has_gaps():
+    at = open_page("kernel_regression", kernel="Boxcar", h="0.05", n="5")
+    assert_clean(at)
+    assert int(metric(at, "Queries with no key")) > 0
+    assert "gaps" in at.warning[0].value
+
+
+def test_scoring_page_reproduces_the_worked_example():
+    at = open_page("scoring_functions", score="Dot")
+    table = at.table[0].value
+    assert list(table["printed in 002"]) == [0.3374, 0.2501, 0.4125, 0.7499, 0.6626]
+    assert list(table["computed here"]) == [0.3376, 0.2501, 0.4123, 0.7499, 0.6624]
+
+
+def test_scoring_page_explains_bad_typed_input_and_keeps_working():
+    at = open_page("scoring_functions", inputs="Typed", score="Dot")
+    at.text_area(key="Q").set_value("1 2 3").run()
+    assert_clean(at)
+    assert "same width" in at.warning[0].value
+    at.selectbox(key="score").set_value("Additive").run()  # additive accepts different widths
+    assert_clean(at)
+    assert not at.warning
+    at.text_area(key="K").set_value("1 nan").run()
+    assert "finite" in at.warning[0].value
+    at.text_area(key="K").set_value("").run()
+    assert "empty" in at.warning[0].value
+    assert at.title[0].value == "Scoring functions"
+
+
+def test_scoring_page_masks_padding_and_refuses_to_mask_everything():
+    at = open_page("scoring_functions", pad="2")
+    assert_clean(at)
+    at.slider(key="pad").set_value(3).run()
+    assert "leaves none" in at.warning[0].value
+
+
+def test_scaling_page_measures_sqrt_d_k():
+    at = open_page("scaling", maxlog2="8", draws="1000", m="32")
+    assert float(metric(at, "Raw logit spread")) == pytest.approx(math.sqrt(256), rel=0.05)
+    assert float(metric(at, "Scaled logit spread")) == pytest.approx(1.0, rel=0.05)
+
+
+def test_multi_head_checks_and_bad_head_count():
+    at = open_page("multi_head", B="2", T="5", C="12", H="3", causal="False")
+    assert_clean(at)
+    assert float(metric(at, "max |batched")) < 1e-5
+    assert float(metric(at, "max |matrix form")) < 1e-5
+    shapes = at.dataframe[0].value["shape"].tolist()
+    assert shapes[0] == "(2, 5, 12)" and "(2, 3, 5, 4)" in shapes
+    at.slider(key="H").set_value(5).run()
+    assert_clean(at)
+    assert "choose one of 1, 2, 3, 4, 6, 12" in at.warning[0].value
+
+
+def test_permutation_holds_without_positions_and_breaks_with_them():
+    at = open_page("permutation", text="the cat sat on the mat", order="Shuffled", seed="3")
+    assert float(metric(at, "max |A′")) < 1e-6
+    at.toggle(key="pos").set_value(True).run()
+    assert float(metric(at, "max |A′")) > 1e-3
+    at.text_input(key="text").set_value("   ").run()
+    assert "empty" in at.warning[0].value
+    assert_clean(at)
+
+
+def test_permutation_typed_order_is_validated():
+    at = open_page("permutation", order="Typed")
+    at.text_input(key="perm").set_value("0 0 1").run()
+    assert "not a permutation" in at.warning[0].value
+    at.text_input(key="perm").set_value("2 0 1").run()
+    assert not at.warning and float(metric(at, "max |A′")) < 1e-6

@@ -1,0 +1,26 @@
+import pytest
+import torch
+
+from engine.positions.sinusoidal import sinusoidal_encoding
+
+
+def test_worked_example_of_002_section_2_3_2():
+    pe = sinusoidal_encoding(2, 4)
+    assert pe[0].tolist() == pytest.approx([0, 1, 0, 1], abs=1e-7)
+    assert pe[1].tolist() == pytest.approx([0.84147, 0.54030, 0.00999983, 0.99995], abs=5e-6)
+
+
+def test_matches_the_formula_entry_by_entry():
+    pe = sinusoidal_encoding(50, 16, base=100.0)
+    for pos in (0, 7, 49):
+        for i in range(8):
+            angle = pos / 100.0 ** (2 * i / 16)
+            assert float(pe[pos, 2 * i]) == pytest.approx(torch.sin(torch.tensor(angle, dtype=torch.float64)).item(), abs=1e-6)
+            assert float(pe[pos, 2 * i + 1]) == pytest.approx(torch.cos(torch.tensor(angle, dtype=torch.float64)).item(), abs=1e-6)
+
+
+def test_rejects_odd_width_and_bad_base():
+    with pytest.raises(ValueError):
+        sinusoidal_encoding(3, 5)
+    with pytest.raises(ValueError):
+        sinusoidal_encoding(3, 4, base=0)

@@ -25,6 +25,7 @@ class PageInfo:
     year: int  # when the idea appeared, for the home page's timeline
     summary: str
     follows: str  # the seed sections and equations the page computes
+    main_control: str  # URL name of the control the benchmark and browser test move
 
     @property
     def path(self) -> str:
@@ -33,18 +34,18 @@ class PageInfo:
 
 PAGES = (
     PageInfo("kernel_regression", "Kernel regression", "Attention and Transformers", ":material/scatter_plot:", 1964,
-             "Nadaraya-Watson regression: attention pooling before neural networks.", "001 §1.3"),
-    PageInfo("scoring_functions", "Scoring functions", "Attention and Transformers", ":material/functions:", 2015,
+             "Nadaraya-Watson regression: attention pooling before neural networks.", "001 §1.3", "h"),
+    PageInfo("scoring_functions", "Scoring functions", "Attention and Transformers", ":material/functions:", 2014,
              "Dot, scaled dot, general and additive scores; masked softmax.",
-             "001 §1.4; 000 §7 eq. 42-47, §8.1 eq. 55-57; 002 §2.1"),
+             "001 §1.4; 000 §7 eq. 42-47, §8.1 eq. 55-57; 002 §2.1", "score"),
     PageInfo("scaling", "Why divide by √d_k", "Attention and Transformers", ":material/compress:", 2017,
-             "Logit spread, softmax entropy and gradients as d_k grows.", "000 eq. 56-57; 001 §1.4"),
+             "Logit spread, softmax entropy and gradients as d_k grows.", "000 eq. 56-57; 001 §1.4", "m"),
     PageInfo("multi_head", "Multi-head attention", "Attention and Transformers", ":material/view_column:", 2017,
              "Many queries at once, then heads split and concatenated, shape by shape.",
-             "000 §8.1.4 eq. 60-62, §8.2-8.3 eq. 64-82; 002 §2.1.3; 001 §1.6"),
+             "000 §8.1.4 eq. 60-62, §8.2-8.3 eq. 64-82; 002 §2.1.3; 001 §1.6", "T"),
     PageInfo("permutation", "Permutation equivariance", "Attention and Transformers", ":material/shuffle:", 2017,
              "Shuffle the tokens: without positions the attention map only shuffles, A' = P A Pᵀ.",
-             "002 §2.3.1"),
+             "002 §2.3.1", "C"),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

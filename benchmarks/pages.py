@@ -1,0 +1,111 @@
+"""Per page: first render, warm rerun after moving its main control, and resident memory.
+
+Runs every page of ui.catalog through app.py's navigation with Streamlit's AppTest, in one
+process as a server would. Targets (issue 3): warm rerun median <= 250 ms, first render
+<= 1 s, memory after visiting every page <= 1.5 GB. Usage: python -m benchmarks.pages
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from importlib.metadata import version
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ui.catalog import PAGES  # noqa: E402
+
+RERUNS = 20
+TARGETS = {"first_render_ms": 1000, "warm_rerun_median_ms": 250, "rss_mb": 1536}
+
+
+def rss_mb() -> float:
+    """Resident set size of this process from /proc (Linux), in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def timed_run(at: AppTest) -> float:
+    start = time.perf_counter()
+    at.run()
+    elapsed = (time.perf_counter() - start) * 1000
+    if at.exception:
+        raise RuntimeError(f"page raised: {[e.value for e in at.exception]}")
+    return elapsed
+
+
+def control_values(at: AppTest, key: str) -> tuple[str, list]:
+    """RERUNS distinct settings of the control (a slider sweeps its range; a selectbox cycles)."""
+    slider = next((s for s in at.slider if s.key == key), None)
+    if slider is not None:
+        values = np.linspace(slider.min, slider.max, RERUNS)
+        values = [type(slider.value)(round(v / slider.step) * slider.step) for v in values]
+        return "slider", values
+    box = at.selectbox(key=key)
+    return "selectbox", [box.options[i % len(box.options)] for i in range(1, RERUNS + 1)]
+
+
+def measure(info) -> dict:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()  # the home page: a session exists before the page is opened
+    at.switch_page(info.path)
+    first = timed_run(at)
+    kind, values = control_values(at, info.main_control)
+    reruns = []
+    for value in values:
+        getattr(at, kind)(key=info.main_control).set_value(value)
+        reruns.append(timed_run(at))
+    return {"page": info.slug, "control": info.main_control, "first_render_ms": round(first, 1),
+            "warm_rerun_median_ms": round(statistics.median(reruns), 1), "warm_rerun_max_ms": round(max(reruns), 1)}
+
+
+def main() -> int:
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    # The first page a fresh server process renders also imports torch and the engine, once per process.
+    start = time.perf_counter()
+    cold = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    cold.run()
+    cold.switch_page(PAGES[0].path).run()
+    cold_ms = (time.perf_counter() - start) * 1000
+    rows = [measure(info) for info in PAGES]  # each in a new session of the now-warm process
+    memory = rss_mb()
+    print(f"cold process, home then {PAGES[0].slug} (imports torch and the engine once): {cold_ms:.0f} ms")
+    print(f"{'page':<20} {'control':<8} {'first ms':>9} {'rerun median':>13} {'rerun max':>10} {'median/target':>14}")
+    for r in rows:
+        print(f"{r['page']:<20} {r['control']:<8} {r['first_render_ms']:>9.1f} {r['warm_rerun_median_ms']:>13.1f} "
+              f"{r['warm_rerun_max_ms']:>10.1f} {r['warm_rerun_median_ms'] / TARGETS['warm_rerun_median_ms']:>14.2f}")
+    print(f"resident memory after every page: {memory:.0f} MiB (target {TARGETS['rss_mb']} MiB)")
+    failures = [f"{r['page']} {k} {r[k]} > {TARGETS[k]}" for r in rows for k in ("first_render_ms", "warm_rerun_median_ms")
+                if r[k] > TARGETS[k]] + ([f"memory {memory:.0f} MiB"] if memory > TARGETS["rss_mb"] else [])
+    result = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "versions": {"python": platform.python_version(), "streamlit": version("streamlit"), "torch": version("torch")},
+        "method": "streamlit AppTest in one process; first render = a new session's first run of the page "
+                  "after the process has imported its libraries (cold_process_ms covers that import); "
+                  f"rerun = the main control moved to a new value, median of {RERUNS}",
+        "targets": TARGETS, "cold_process_ms": round(cold_ms, 1), "rss_mb": round(memory, 1), "pages": rows,
+        "within_targets": not failures,
+    }
+    out = ROOT / "benchmarks" / "results" / "pages.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    for failure in failures:
+        print("over target:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -32,18 +32,23 @@ def show(fig: go.Figure) -> None:
 
 def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str], title: str = "",
             x_title: str = "", y_title: str = "", zmin: float | None = 0.0, zmax: float | None = 1.0,
-            annotate: bool | None = None, height: int = 380, colorscale: str = "Blues") -> go.Figure:
-    """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small."""
+            annotate: bool | None = None, height: int | None = None, colorscale: str = "Blues",
+            showscale: bool = True) -> go.Figure:
+    """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small.
+
+    The height follows the row count unless given, so a single query is a strip, not a tower.
+    """
     matrix = np.asarray(matrix, dtype=float)
     annotate = matrix.size <= 144 if annotate is None else annotate
+    height = height or int(np.clip(140 + 42 * matrix.shape[0], 200, 560))
     fig = go.Figure(go.Heatmap(
         z=matrix, x=[str(x) for x in x_labels], y=[str(y) for y in y_labels],
-        zmin=zmin, zmax=zmax, colorscale=colorscale,
+        zmin=zmin, zmax=zmax, colorscale=colorscale, showscale=showscale,
         text=np.round(matrix, 3) if annotate else None, texttemplate="%{text}" if annotate else None,
         hovertemplate=f"{y_title or 'row'} %{{y}}<br>{x_title or 'column'} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", title=y_title, type="category")
-    fig.update_xaxes(title=x_title, type="category", side="top")
+    fig.update_xaxes(title=x_title, type="category")
     return _style(fig, title, height)
 
 

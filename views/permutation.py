@@ -43,18 +43,18 @@ with page.guard():
     shuffled = [tokens[i] for i in order]
     st.markdown(f"**X:** {' · '.join(tokens)}  \n**X′ = P X:** {' · '.join(shuffled)}")
 
+    g1, g2, g3 = st.columns(3)
+    with g1:
+        figures.show(figures.heatmap(check.A.numpy(), tokens, tokens, title="A of X", x_title="key",
+                                     y_title="query", showscale=False))
+    with g2:
+        figures.show(figures.heatmap(check.A_permuted.numpy(), shuffled, shuffled, title="A′ of P X",
+                                     x_title="key", y_title="query", showscale=False))
+    with g3:
+        figures.show(figures.heatmap((check.P @ check.A @ check.P.T).numpy(), shuffled, shuffled,
+                                     title="P A Pᵀ", x_title="key", y_title="query", showscale=False))
     left, right = st.columns([3, 2])
     with left:
-        g1, g2, g3 = st.columns(3)
-        with g1:
-            figures.show(figures.heatmap(check.A.numpy(), tokens, tokens, title="A of X", x_title="key",
-                                         y_title="query", height=330))
-        with g2:
-            figures.show(figures.heatmap(check.A_permuted.numpy(), shuffled, shuffled, title="A′ of P X",
-                                         x_title="key", y_title="query", height=330))
-        with g3:
-            figures.show(figures.heatmap((check.P @ check.A @ check.P.T).numpy(), shuffled, shuffled,
-                                         title="P A Pᵀ", x_title="key", y_title="query", height=330))
         m1, m2 = st.columns(2)
         m1.metric("max |A′ − P A Pᵀ|", f"{check.weights_error:.1e}")
         m2.metric("max |Attention(P X) − P Attention(X)|", f"{check.output_error:.1e}")
@@ -63,12 +63,11 @@ with page.guard():
         else:
             st.info("With positions added after shuffling, each token's vector depends on where it now sits, "
                     "so the attention is no longer a shuffled copy.")
-    with right:
-        equations(
-            ("002 §2.3.1", r"X' = PX,\quad Q' = PQ,\quad K' = PK,\quad V' = PV"),
-            ("002 §2.3.1", r"S' = \frac{PQ(PK)^\top}{\sqrt{d_k}} = P S P^\top"),
-            ("002 §2.3.1", r"A' = \operatorname{softmax}(S') = P A P^\top"),
-            ("002 §2.3.1", r"\operatorname{Attention}(X') = A'V' = P A P^\top P V = P\,\operatorname{Attention}(X)"),
-        )
         st.caption("P is a permutation matrix, so Pᵀ P = I; the row-wise softmax commutes with reordering "
                    "rows and columns.")
+    with right:
+        equations(
+            ("002 §2.3.1", r"X' = PX,\quad Q' = PQ,\quad K' = PK"),
+            ("002 §2.3.1", r"S' = \frac{PQ(PK)^\top}{\sqrt{d_k}} = P S P^\top,\quad A' = P A P^\top"),
+            ("002 §2.3.1", r"\operatorname{Attention}(X') = A'V' = P\,\operatorname{Attention}(X)"),
+        )

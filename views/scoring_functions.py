@@ -96,13 +96,18 @@ if result is not None:
         st.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
                      hide_index=True)
     with right:
+        formulas = {
+            "dot": ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),
+            "scaled_dot": ("000 eq. 57, 001 §1.4 (scaled dot)", r"a(q, k) = \frac{q\,k^\top}{\sqrt{d}}"),
+            "general": ("000 eq. 46 (general)", r"a(q, k) = q\,W\,k^\top"),
+            "additive": ("000 eq. 47, 001 §1.4 (additive)", r"a(q, k) = w_v^\top \tanh(W_q q + W_k k)"),
+        }
         equations(
-            ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),
-            ("000 eq. 57, 001 §1.4 (scaled dot)", r"a(q, k) = \frac{q\,k^\top}{\sqrt{d}}"),
-            ("000 eq. 46 (general)", r"a(q, k) = q\,W\,k^\top"),
-            ("000 eq. 47, 001 §1.4 (additive)", r"a(q, k) = w_v^\top \tanh(W_q q + W_k k)"),
-            ("001 §1.4 (masked softmax)", r"\alpha_{ij} = \frac{\exp a_{ij}}{\sum_{j' < \ell_i} \exp a_{ij'}}"
-                                          r"\ \text{ for } j < \ell_i,\ \ 0 \text{ otherwise}"),
+            *[(cite + (", in use" if name == kind else ""), r"\boxed{" + tex + "}" if name == kind else tex)
+              for name, (cite, tex) in formulas.items()],
+            ("001 §1.4 (masked softmax, valid length ℓ)",
+             r"\alpha_{ij} = \begin{cases} \dfrac{\exp a_{ij}}{\sum_{j' \le \ell} \exp a_{ij'}} & j \le \ell"
+             r" \\ 0 & j > \ell \end{cases}"),
             ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
         )
     if source.startswith("Worked") and kind == "dot" and padding == 0:

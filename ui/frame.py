@@ -6,19 +6,16 @@ import streamlit as st
 from ui.catalog import pages_by_section
 from ui.figures import LECTURE
 
-LECTURE_CSS = """
-<style>
-html { font-size: 22px; }
-[data-testid="stMainBlockContainer"] { max-width: 96rem; }
-.katex { font-size: 1.35em !important; }
-</style>
-"""
+# a long equation scrolls inside its panel instead of running under the next column
+BASE_CSS = "<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }</style>"
+LECTURE_CSS = "<style>html { font-size: 22px; } [data-testid='stMainBlockContainer'] { max-width: 96rem; }</style>"
 
 
 def lecture_toggle() -> None:
     """A sidebar switch for projectors: larger text everywhere, kept in the URL as `lecture`."""
-    if st.sidebar.toggle("Lecture mode", key=LECTURE, bind="query-params", help="Larger text and figures for projectors"):
-        st.html(LECTURE_CSS)
+    lecture = st.sidebar.toggle("Lecture mode", key=LECTURE, bind="query-params",
+                                help="Larger text and figures for projectors")
+    st.html(BASE_CSS + (LECTURE_CSS if lecture else ""))
 
 
 def home() -> None:

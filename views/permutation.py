@@ -3,12 +3,13 @@ import torch
 
 from engine.attention.equivariance import check_equivariance, token_embeddings
 from engine.attention.multihead import init_multihead
-from engine.positions.sinusoidal import sinusoidal_encoding
 from ui import figures
 from ui.inputs import parse_order, parse_tokens
 from ui.page import Page, equations
 
 page = Page("permutation")
+ENCODING_LABELS = {"None": "none", "Sinusoidal, added to X (002 §2.3.2)": "sinusoidal",
+                   "RoPE, rotating q and k (002 §2.3.3)": "rope"}
 st.markdown(
     "Self-attention compares every token with every other, but nothing in Q Kᵀ knows where a token sits. "
     "Shuffle the tokens and, with no positions added, the attention map is the same map with its rows and "
@@ -25,7 +26,8 @@ c4, c5 = st.columns([3, 3])
 with c4:
     d_model = page.slider("d_model", "C", 2, 64, 8, 2)
 with c5:
-    positions = page.toggle("Add sinusoidal positions (002 §2.3.2) after shuffling", "pos", False)
+    encoding = page.select("Positions", "pos", list(ENCODING_LABELS), help="Positions belong to the slots: "
+                           "after shuffling, slot t still gets position t")
 
 with page.guard():
     tokens = parse_tokens(sentence)
@@ -38,8 +40,7 @@ with page.guard():
         order = parse_order(page.text("Order (new position i takes old token order[i])", "perm",
                                       " ".join(map(str, range(n))), 100), n)
     X = token_embeddings(tokens, d_model, seed)  # (T, C)
-    check = check_equivariance(X, init_multihead(d_model, seed), order,
-                               sinusoidal_encoding(n, d_model) if positions else None)
+    check = check_equivariance(X, init_multihead(d_model, seed), order, ENCODING_LABELS[encoding])
     shuffled = [tokens[i] for i in order]
     st.markdown(f"**X:** {' · '.join(tokens)}  \n**X′ = P X:** {' · '.join(shuffled)}")
 
@@ -61,8 +62,8 @@ with page.guard():
         if check.weights_error < 1e-5:
             st.success("A′ = P A Pᵀ to float32 rounding: the shuffled sentence gets the same attention, shuffled.")
         else:
-            st.info("With positions added after shuffling, each token's vector depends on where it now sits, "
-                    "so the attention is no longer a shuffled copy.")
+            st.info("With positions, each token's query and key depend on the slot it now sits in, "
+                    "so the attention is no longer a shuffled copy of the original.")
         st.caption("P is a permutation matrix, so Pᵀ P = I; the row-wise softmax commutes with reordering "
                    "rows and columns.")
     with right:

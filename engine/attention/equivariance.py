@@ -12,6 +12,10 @@ import torch
 
 from engine.attention.multihead import MultiHeadWeights
 from engine.attention.scoring import attention
+from engine.positions.rope import apply_rope
+from engine.positions.sinusoidal import sinusoidal_encoding
+
+ENCODINGS = ("none", "sinusoidal", "rope")
 
 
 def token_embeddings(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
@@ -42,23 +46,32 @@ class EquivarianceCheck:
     output_error: float  # max |Attention(X') - P Attention(X)|
 
 
-def self_attention_weights(X: torch.Tensor, weights: MultiHeadWeights) -> tuple[torch.Tensor, torch.Tensor]:
-    """One head of self-attention on X (T, C): Q = X W_Q, K = X W_K, V = X W_V (002 §2.1.1)."""
-    W_Q, W_K, W_V = weights.W_qkv.split(X.shape[1], dim=1)
-    result = attention(X @ W_Q, X @ W_K, X @ W_V, "scaled_dot")
+def self_attention_weights(X: torch.Tensor, weights: MultiHeadWeights, encoding: str = "none",
+                           base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """One head of self-attention on X (T, C): Q = X W_Q, K = X W_K, V = X W_V (002 §2.1.1).
+
+    encoding "sinusoidal" adds PE to X first (002 §2.3.2); "rope" rotates Q and K by position (002 §2.3.3).
+    """
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown position encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
+    T, C = X.shape
+    positions = torch.arange(T)
+    if encoding == "sinusoidal":
+        X = X + sinusoidal_encoding(T, C, base)
+    W_Q, W_K, W_V = weights.W_qkv.split(C, dim=1)
+    Q, K = X @ W_Q, X @ W_K
+    if encoding == "rope":
+        Q, K = apply_rope(Q, positions, base), apply_rope(K, positions, base)
+    result = attention(Q, K, X @ W_V, "scaled_dot")
     return result.weights, result.output
 
 
-def check_equivariance(
-    X: torch.Tensor, weights: MultiHeadWeights, order: list[int], positions: torch.Tensor | None = None
-) -> EquivarianceCheck:
-    """Compare self-attention of X and of P X; `positions` (T, C), if given, is added after shuffling."""
+def check_equivariance(X: torch.Tensor, weights: MultiHeadWeights, order: list[int], encoding: str = "none",
+                       base: float = 10000.0) -> EquivarianceCheck:
+    """Compare self-attention of X and of P X; positions, if any, belong to the slots, not the tokens."""
     P = permutation_matrix(order)
-    X_permuted = P @ X
-    if positions is not None:
-        X, X_permuted = X + positions, X_permuted + positions
-    A, out = self_attention_weights(X, weights)
-    A_permuted, out_permuted = self_attention_weights(X_permuted, weights)
+    A, out = self_attention_weights(X, weights, encoding, base)
+    A_permuted, out_permuted = self_attention_weights(P @ X, weights, encoding, base)
     return EquivarianceCheck(
         P=P,
         A=A,

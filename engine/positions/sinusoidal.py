@@ -20,3 +20,30 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles)
     return pe.float()
+
+
+def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """omega_i = 1 / base^(2i/d_model), one per (sin, cos) pair: (d/2,) float64."""
+    return 1.0 / base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+
+
+def shift_matrix(offset: float, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The fixed linear map with PE(p + k) = M_k PE(p) for every p: (d, d), one 2x2 rotation per frequency.
+
+    [sin(a + b), cos(a + b)] = [[cos b, sin b], [-sin b, cos b]] [sin a, cos a] with a = p w, b = k w.
+    """
+    b = offset * sinusoidal_frequencies(d_model, base)
+    M = torch.zeros(d_model, d_model, dtype=torch.float64)
+    even, odd = torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)
+    M[even, even], M[even, odd] = torch.cos(b), torch.sin(b)
+    M[odd, even], M[odd, odd] = -torch.sin(b), torch.cos(b)
+    return M
+
+
+def dot_products_by_offset(n_positions: int, max_offset: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """PE(p) . PE(p + k) for p < n_positions and k <= max_offset: (n_positions, max_offset + 1).
+
+    Every column is constant, sum_i cos(k w_i): the similarity of two positions depends on k alone.
+    """
+    pe = sinusoidal_encoding(n_positions + max_offset, d_model, base).double()
+    return torch.stack([(pe[:n_positions] * pe[k:k + n_positions]).sum(-1) for k in range(max_offset + 1)], dim=1)

@@ -133,8 +133,9 @@ def test_multi_head_checks_and_bad_head_count():
 def test_permutation_holds_without_positions_and_breaks_with_them():
     at = open_page("permutation", text="the cat sat on the mat", order="Shuffled", seed="3")
     assert float(metric(at, "max |A′")) < 1e-6
-    at.toggle(key="pos").set_value(True).run()
-    assert float(metric(at, "max |A′")) > 1e-3
+    for encoding in ("Sinusoidal, added to X (002 §2.3.2)", "RoPE, rotating q and k (002 §2.3.3)"):
+        at.selectbox(key="pos").set_value(encoding).run()
+        assert float(metric(at, "max |A′")) > 1e-3
     at.text_input(key="text").set_value("   ").run()
     assert "empty" in at.warning[0].value
     assert_clean(at)

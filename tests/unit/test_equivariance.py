@@ -3,7 +3,6 @@ import torch
 
 from engine.attention.equivariance import check_equivariance, permutation_matrix, token_embeddings
 from engine.attention.multihead import init_multihead
-from engine.positions.sinusoidal import sinusoidal_encoding
 
 
 def test_permutation_matrix_reorders_rows():
@@ -21,11 +20,17 @@ def test_attention_is_equivariant_without_positions(order):
     torch.testing.assert_close(check.A_permuted, check.P @ check.A @ check.P.T)
 
 
-def test_positions_break_equivariance():
+@pytest.mark.parametrize("encoding", ["sinusoidal", "rope"])
+def test_positions_break_equivariance(encoding):
     tokens = "the cat sat on the mat".split()
     X = token_embeddings(tokens, 16, seed=0)
-    check = check_equivariance(X, init_multihead(16, 0), [5, 4, 3, 2, 1, 0], sinusoidal_encoding(6, 16))
+    check = check_equivariance(X, init_multihead(16, 0), [5, 4, 3, 2, 1, 0], encoding)
     assert check.weights_error > 1e-2
+
+
+def test_unknown_encoding_is_refused():
+    with pytest.raises(ValueError, match="unknown position encoding"):
+        check_equivariance(torch.randn(3, 4), init_multihead(4, 0), [0, 1, 2], "learned")
 
 
 def test_same_word_same_vector_in_every_process():

@@ -24,3 +24,19 @@ def test_rejects_odd_width_and_bad_base():
         sinusoidal_encoding(3, 5)
     with pytest.raises(ValueError):
         sinusoidal_encoding(3, 4, base=0)
+
+
+def test_shift_is_one_fixed_rotation_for_every_position():
+    from engine.positions.sinusoidal import shift_matrix
+    pe = sinusoidal_encoding(64, 16).double()
+    for k in (1, 5, 17):
+        M = shift_matrix(k, 16)
+        torch.testing.assert_close(pe[:-k] @ M.T, pe[k:], atol=1e-6, rtol=0)  # float32 table
+        torch.testing.assert_close(M @ M.T, torch.eye(16, dtype=torch.float64))
+
+
+def test_dot_product_depends_on_offset_alone():
+    from engine.positions.sinusoidal import dot_products_by_offset, sinusoidal_frequencies
+    dots = dot_products_by_offset(30, 10, 16)
+    closed = torch.stack([torch.cos(k * sinusoidal_frequencies(16)).sum() for k in range(11)])
+    torch.testing.assert_close(dots, closed.expand(30, 11), atol=1e-5, rtol=0)

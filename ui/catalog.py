@@ -46,6 +46,15 @@ PAGES = (
     PageInfo("permutation", "Permutation equivariance", "Attention and Transformers", ":material/shuffle:", 2017,
              "Shuffle the tokens: without positions the attention map only shuffles, A' = P A Pᵀ.",
              "002 §2.3.1", "C"),
+    PageInfo("sinusoidal", "Sinusoidal encoding", "Positions", ":material/waves:", 2017,
+             "Sines and cosines per position; similarity by offset; a shift is a rotation.",
+             "001 §1.7; 002 §2.3.2", "d"),
+    PageInfo("rope", "RoPE", "Positions", ":material/rotate_right:", 2021,
+             "Rotary embeddings: both pairings, both bases, the relative property, decay and precision.",
+             "000 §8.6 eq. 100-109; 001 RoPE appendix; 002 §2.3.3", "d"),
+    PageInfo("decoupled_rope", "Decoupled RoPE", "Positions", ":material/call_split:", 2024,
+             "Why RoPE breaks MLA's weight absorption, and the decoupled form that keeps it.",
+             "000 §8.7 eq. 110-121", "T"),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

@@ -60,6 +60,9 @@ class Page:
         index = list(options).index(default) if default is not None else 0
         return self._bound(st.selectbox, name, f"one of {', '.join(options)}", label, options, index, **kwargs)
 
+    def number(self, label: str, name: str, default: float, **kwargs: Any) -> float:
+        return self._bound(st.number_input, name, "a number", label, value=default, **kwargs)
+
     def toggle(self, label: str, name: str, default: bool = False, **kwargs: Any) -> bool:
         return self._bound(st.toggle, name, "True or False", label, default, **kwargs)
 

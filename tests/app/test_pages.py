@@ -147,3 +147,46 @@ def test_permutation_typed_order_is_validated():
     assert "not a permutation" in at.warning[0].value
     at.text_input(key="perm").set_value("2 0 1").run()
     assert not at.warning and float(metric(at, "max |A′")) < 1e-6
+
+
+def test_sinusoidal_page_reproduces_002s_example_and_offsets():
+    at = open_page("sinusoidal")
+    rows = at.table[0].value["computed here (d_model = 4, base 10000)"].tolist()
+    assert [float(x) for x in rows[0].split(", ")] == [0, 1, 0, 1]
+    assert [round(float(x), 5) for x in rows[1].split(", ")] == [0.84147, 0.5403, 0.01, 0.99995]
+    assert float(rows[1].split(", ")[2]) == pytest.approx(0.00999983, abs=1e-8)
+    assert float(metric(at, "Largest difference between starting")) < 1e-5  # float32 table
+    assert float(metric(at, "max |M_k PE(p)")) < 1e-5
+
+
+@pytest.mark.parametrize("base", ["0", "-5"])
+def test_sinusoidal_page_refuses_a_bad_base(base):
+    at = open_page("sinusoidal", base=base)
+    assert_clean(at)
+    assert "positive" in at.warning[0].value
+
+
+def test_rope_page_numbers():
+    at = open_page("rope", base="100000", pairing="Half-split (i, i+d/2): Llama", offset="7")
+    assert_clean(at)
+    assert float(metric(at, "Spread of the score")) < 1e-9  # float64
+    assert float(metric(at, "|q̃_i · k̃_j − qᵀ M(i, j) k|")) < 1e-12
+    assert float(metric(at, "… after permuting")) < 1e-12
+    assert float(metric(at, "max |interleaved − half-split|")) > 0.01
+
+
+def test_rope_page_explains_bad_dimension_base_and_precision():
+    assert "even" in open_page("rope", d="7").warning[0].value
+    assert "positive" in open_page("rope", base="0").warning[0].value
+    at = open_page("rope", logpos="7.0")
+    assert_clean(at)
+    assert "float32 loses" in at.warning[0].value
+
+
+@pytest.mark.parametrize("source", ["from c^KV (000 eq. 117)", "from h (DeepSeek-V2)"])
+def test_decoupled_rope_absorbed_equals_explicit(source):
+    at = open_page("decoupled_rope", kr=source, T="9")
+    assert_clean(at)
+    assert float(metric(at, "max |absorbed − explicit| output")) < 1e-10
+    assert float(metric(at, "max |absorbed − explicit| weights")) < 1e-10
+    assert float(metric(at, "error if RoPE sat")) > 1e-2

@@ -1,0 +1,65 @@
+import streamlit as st
+import torch
+
+from engine.positions import decoupled as mla
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("decoupled_rope")
+st.markdown(
+    "Multi-head latent attention caches one small latent c^KV per token and folds the key up-projection W_uk "
+    "into the query. RoPE spoils that: its rotation depends on the key's position, and it would sit between "
+    "W_Q and W_uk where no fixed matrix can absorb it (000 eq. 111-112). The decoupled form gives each query and "
+    "key a separate small RoPE part, and caches that part's key, k^R, beside c^KV."
+)
+SOURCE_LABELS = {"from c^KV (000 eq. 117)": "latent", "from h (DeepSeek-V2)": "hidden"}
+c1, c2, c3, c4, c5, c6 = st.columns(6)
+with c1:
+    n_heads = page.slider("Heads", "H", 1, 8, 4)
+with c2:
+    d_h = page.slider("d_h (content)", "dh", 1, 32, 16)
+with c3:
+    d_h_rope = page.slider("d_h^R (RoPE)", "dhr", 2, 16, 8, 2)
+with c4:
+    d_c = page.slider("d_c (latent)", "dc", 1, 64, 16)
+with c5:
+    T = page.slider("Tokens", "T", 1, 16, 6)
+with c6:
+    source = page.select("Key's RoPE part", "kr", list(SOURCE_LABELS))
+
+with page.guard():
+    cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, rope_key_from=SOURCE_LABELS[source])
+    weights = mla.init_mla(cfg, seed=0)
+    h = torch.randn(T, cfg.d_model, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    explicit, absorbed = mla.mla_explicit(h, weights, cfg), mla.mla_absorbed(h, weights, cfg)
+    left, right = st.columns([3, 2])
+    with left:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("max |absorbed − explicit| output", f"{float((absorbed.output - explicit.output).abs().max()):.1e}")
+        m2.metric("max |absorbed − explicit| weights",
+                  f"{float((absorbed.weights - explicit.weights).abs().max()):.1e}")
+        m3.metric("error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}")
+        st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
+                   "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
+                   "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "
+                   "rotation could be dropped into W_uk: far off, which is why the RoPE part is kept apart.")
+        tokens = [f"t{i}" for i in range(T)]
+        figures.show(figures.heatmap(explicit.weights[0].numpy(), tokens, tokens, title="Head 1, causal attention",
+                                     x_title="key", y_title="query", annotate=T <= 8))
+        counts = mla.cache_elements_per_token(cfg)
+        figures.show(figures.bars(list(counts), {"numbers cached per token and layer": list(counts.values())},
+                                  title=f"Cache: {counts['MLA (c^KV + k^R)']} against "
+                                        f"{counts['MHA (K and V of every head)']} numbers per token",
+                                  y_title="numbers per token"))
+    with right:
+        equations(
+            ("000 eq. 116", r"q_t = \big[\,W_{\uparrow Q}\, c_t^Q \;;\; \mathrm{RoPE}(W_Q^R\, c_t^Q)\,\big]"),
+            ("000 eq. 117", r"k_j = \big[\,W_{\uparrow K}\, c_j^{KV} \;;\; \mathrm{RoPE}(W_K^R\, c_j^{KV})\,\big]"),
+            ("000 eq. 115", r"o_t = \sum_{j \le t} \mathrm{softmax}\Big(\frac{q_t^\top k_j}{\sqrt{d_h + d_h^R}}\Big)"
+                            r"\, v_j^C"),
+            ("the score splits", r"q_t^\top k_j = \underbrace{(W_{\uparrow K}^\top q_t^C)^\top c_j^{KV}}_{\text{absorbed}}"
+                                 r" + \underbrace{q_t^{R\top} k_j^R}_{\text{cached } k^R}"),
+            ("000 after eq. 121: the cache", r"c_t^{KV} = W_{\downarrow KV}\, h_t,\quad k_t^R = \mathrm{RoPE}(\cdot)"),
+        )
+        st.caption("000 eq. 117 computes the key's RoPE part from c^KV; DeepSeek-V2 computes it from h_t and "
+                   "shares it across heads. Switch the source above: absorption holds either way.")

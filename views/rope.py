@@ -1,0 +1,138 @@
+import math
+
+import streamlit as st
+import torch
+
+from engine.positions import rope
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("rope")
+st.markdown(
+    "RoPE rotates each pair of a query's and key's coordinates by an angle proportional to the token's "
+    "position. A dot product of two rotated vectors only sees the difference of their angles, so attention "
+    "scores depend on how far apart two tokens are, not where they are. The notes disagree on two details, "
+    "so both are choices here: the base (000's code uses 100000; 001 and 002 use 10000) and which dimensions "
+    "form a pair."
+)
+PAIRING_LABELS = {"Interleaved (2i, 2i+1): 000's code, 002": "interleaved", "Half-split (i, i+d/2): Llama": "half"}
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2)
+with c2:
+    pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS))
+with c3:
+    base = page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000")
+with c4:
+    seed = page.slider("Seed", "seed", 0, 99, 0)
+pairing = PAIRING_LABELS[pairing_label]
+
+with page.guard():
+    rope.rope_frequencies(head_dim, base)  # validates d and base before anything is drawn
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(head_dim, generator=g, dtype=torch.float64), torch.randn(head_dim, generator=g, dtype=torch.float64)
+    left, right = st.columns([3, 2])
+    with right:
+        equations(
+            ("000 eq. 100", r"\mathrm{freqs}_i = \theta^{-2i/d},\quad i = 0, \dots, d/2 - 1"),
+            ("000 eq. 108-109, 002 §2.3.3", r"\begin{pmatrix} x'_{a} \\ x'_{b} \end{pmatrix} = \begin{pmatrix} \cos m\,"
+             r"\mathrm{freqs}_i & -\sin m\,\mathrm{freqs}_i \\ \sin m\,\mathrm{freqs}_i & \cos m\,\mathrm{freqs}_i "
+             r"\end{pmatrix} \begin{pmatrix} x_{a} \\ x_{b} \end{pmatrix}"),
+            ("001 appendix, 002 §2.3.3", r"(R_m q)^\top (R_n k) = q^\top R_m^\top R_n\, k = q^\top M(m, n)\, k,\quad "
+             r"M(m, n) = R_{n-m}"),
+        )
+        st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, 10000^{−2i/d}.")
+    with left:
+        rotation, relative, matrix, decay, attention, precision = st.tabs(
+            ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision"])
+
+        with rotation:
+            m = page.slider("Position m", "m", 0, 200, 10)
+            first, second = rope.pair_indices(head_dim, pairing)
+            path = rope.apply_rope(q.expand(m + 1, -1), torch.arange(m + 1), base, pairing)  # (m+1, d)
+            n_pairs = head_dim // 2
+            pairs = sorted({0, min(1, n_pairs - 1), n_pairs // 2, n_pairs - 1})
+            figures.show(figures.points_and_curves(
+                {f"pair {i} at m = {m}": ([float(path[-1, first[i]])], [float(path[-1, second[i]])]) for i in pairs},
+                {f"pair {i} ({int(first[i])}, {int(second[i])}), {float(rope.rope_frequencies(head_dim, base)[i]):.2g} "
+                 f"rad/step": (path[:, first[i]].tolist(), path[:, second[i]].tolist()) for i in pairs},
+                title="Where pairs of q travel for positions 0..m", x_title="first coordinate",
+                y_title="second coordinate", height=460))
+            st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
+                       f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps the norm.")
+
+        with relative:
+            offset = page.slider("Offset m − n", "offset", 0, 64, 3)
+            positions = torch.arange(offset, offset + 256)
+            scores = rope.scores_at_offset(q, k, offset, positions, base, pairing)
+            figures.show(figures.lines(positions.tolist(), {"q_m · k_(m−offset)": scores.tolist()}, markers=False,
+                                       title=f"Score at a fixed offset {offset}, across 256 positions",
+                                       x_title="query position m", y_title="score"))
+            st.metric("Spread of the score across m", f"{float(scores.max() - scores.min()):.1e}")
+            grid = torch.arange(24)
+            rotated_q = rope.apply_rope(q.expand(24, -1), grid, base, pairing)
+            rotated_k = rope.apply_rope(k.expand(24, -1), grid, base, pairing)
+            figures.show(figures.heatmap((rotated_q @ rotated_k.T).numpy(), grid.tolist(), grid.tolist(),
+                                         title="q_m · k_n: constant along every diagonal", x_title="key position n",
+                                         y_title="query position m", zmin=None, zmax=None, colorscale="RdBu_r",
+                                         annotate=False, height=460))
+
+        with matrix:
+            i_pos = page.slider("Query position i", "i", 0, 50, 2)
+            j_pos = page.slider("Key position j", "j", 0, 50, 5)
+            M = rope.relative_matrix(i_pos, j_pos, head_dim, base, pairing)
+            shown = min(head_dim, 16)
+            figures.show(figures.heatmap(M[:shown, :shown].numpy(), list(range(shown)), list(range(shown)),
+                                         title=f"M({i_pos}, {j_pos}) = R_{{{j_pos - i_pos}}}, first {shown} dimensions",
+                                         zmin=-1, zmax=1, colorscale="RdBu_r", annotate=shown <= 8))
+            lhs = rope.apply_rope(q[None], torch.tensor([i_pos]), base, pairing)[0] @ rope.apply_rope(
+                k[None], torch.tensor([j_pos]), base, pairing)[0]
+            st.metric("|q̃_i · k̃_j − qᵀ M(i, j) k|", f"{abs(float(lhs - q @ M @ k)):.1e}")
+
+        with decay:
+            distances = list(range(0, 2049, 8))
+            curves = {f"base {b:g}": rope.decay_bound(head_dim, b, 2048)[::8].tolist() for b in sorted({*rope.BASES, base})}
+            figures.show(figures.lines(distances, curves, title="Upper bound on |q · k| against distance (RoFormer §3.4.3)",
+                                       x_title="relative distance m − n", y_title="bound / max|h_i − h_(i+1)|",
+                                       markers=False, log_x=False))
+            st.caption("A larger base turns every pair more slowly, so the bound decays later: 100000 keeps "
+                       "distant tokens distinguishable over longer contexts.")
+            interleaved = rope.apply_rope(q.expand(8, -1), torch.arange(8), base, "interleaved")
+            half = rope.apply_rope(q.expand(8, -1), torch.arange(8), base, "half")
+            perm = rope.interleaved_to_half(head_dim)
+            half_of_permuted = rope.apply_rope(q[perm].expand(8, -1), torch.arange(8), base, "half")
+            p1, p2 = st.columns(2)
+            p1.metric("max |interleaved − half-split| on the same q", f"{float((interleaved - half).abs().max()):.3f}")
+            p2.metric("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)",
+                      f"{float((interleaved[:, perm] - half_of_permuted).abs().max()):.1e}")
+            st.caption("The two pairings rotate different coordinates together, so they give different vectors, "
+                       "but a model trained with one is the other after a fixed reordering of its weights.")
+
+        with attention:
+            T = page.slider("Tokens", "T", 2, 48, 24)
+            X = torch.randn(head_dim, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+            same = X.expand(T, -1)  # every token has the same content: only position can tell them apart
+            rotated = rope.apply_rope(same, torch.arange(T), base, pairing)
+            a1, a2 = st.columns(2)
+            with a1:
+                figures.show(figures.heatmap(torch.softmax(same @ same.T / math.sqrt(head_dim), -1).numpy(),
+                                             list(range(T)), list(range(T)), title="Without RoPE: uniform",
+                                             x_title="key", y_title="query", annotate=False, zmax=None))
+            with a2:
+                figures.show(figures.heatmap(torch.softmax(rotated @ rotated.T / math.sqrt(head_dim), -1).numpy(),
+                                             list(range(T)), list(range(T)), title="With RoPE: nearby tokens favoured",
+                                             x_title="key", y_title="query", annotate=False, zmax=None))
+            st.caption("All tokens share one content vector, so without positions every query attends equally; "
+                       "RoPE alone makes the weights fall with distance.")
+
+        with precision:
+            exponent = page.slider("Position = 10^x", "logpos", 0.0, 8.0, 4.0, 0.5)
+            position = 10**exponent
+            error = rope.float32_position_error(position, head_dim, base)
+            st.metric(f"Largest float32 angle error at position {position:,.0f}", f"{error:.2e} rad")
+            if error > 1e-3:
+                st.warning(f"At position {position:,.0f} float32 loses the angle by {error:.2e} radians: float32 "
+                           "keeps 24 bits, so position × frequency is rounded at about position × 6e-8. Compute "
+                           "angles in float64, or in float32 relative to a nearby reference position.")
+            else:
+                st.success("float32 angles are accurate here.")

@@ -1,0 +1,69 @@
+import streamlit as st
+import torch
+
+from engine.positions.sinusoidal import dot_products_by_offset, shift_matrix, sinusoidal_encoding
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("sinusoidal")
+st.markdown(
+    "Each position gets a fixed vector of sines and cosines at geometrically spaced frequencies, added to "
+    "the token embedding. Two properties make it useful: the similarity of two positions depends only on how "
+    "far apart they are, and moving k steps is the same rotation for every position."
+)
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    d_model = page.slider("d_model", "d", 2, 256, 64, 2)
+with c2:
+    n_positions = page.slider("Positions", "n", 1, 512, 100)
+with c3:
+    base = page.number("Base", "base", 10000.0, step=1000.0, help="001 and 002 use 10000")
+with c4:
+    offset = page.slider("Offset k", "k", 0, 64, 5)
+
+with page.guard():
+    pe = sinusoidal_encoding(n_positions, d_model, base)  # (n, d)
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(figures.heatmap(pe.numpy(), list(range(d_model)), list(range(n_positions)),
+                                     title=f"PE(pos, j), d_model = {d_model}, base = {base:g}", x_title="dimension j",
+                                     y_title="position", zmin=-1, zmax=1, colorscale="RdBu_r", annotate=False,
+                                     height=420))
+    with right:
+        equations(
+            ("001 §1.7, 002 §2.3.2", r"\mathrm{PE}(p, 2i) = \sin\!\big(p\,\omega_i\big),\ "
+                                     r"\mathrm{PE}(p, 2i{+}1) = \cos\!\big(p\,\omega_i\big)"),
+            ("frequencies", r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}"),
+            ("depends on k alone", r"\mathrm{PE}(p)\cdot\mathrm{PE}(p{+}k) = \textstyle\sum_i \cos(k\,\omega_i)"),
+            ("one rotation per frequency", r"\begin{pmatrix}\sin (p{+}k)\omega \\ \cos (p{+}k)\omega\end{pmatrix} = "
+                                           r"\begin{pmatrix}\cos k\omega & \sin k\omega \\ -\sin k\omega & \cos k\omega"
+                                           r"\end{pmatrix}\begin{pmatrix}\sin p\omega \\ \cos p\omega\end{pmatrix}"),
+        )
+
+    st.subheader("The worked example of 002 §2.3.2")
+    example = sinusoidal_encoding(2, 4)
+    st.table({
+        "position": [0, 1],
+        "printed in 002": ["[0, 1, 0, 1]", "[0.84147, 0.54030, 0.00999983, 0.99995]"],
+        "computed here (d_model = 4, base 10000)": [", ".join(f"{x:.8g}" for x in row.tolist()) for row in example],
+    })
+
+    st.subheader("Similarity depends on the offset alone")
+    max_offset = min(64, max(n_positions - 1, 1))
+    dots = dot_products_by_offset(n_positions, max_offset, d_model, base)  # (n, K)
+    starts = sorted({0, n_positions // 2, n_positions - 1})
+    g1, g2 = st.columns(2)
+    with g1:
+        figures.show(figures.lines(list(range(max_offset + 1)), {f"from p = {p}": dots[p].tolist() for p in starts},
+                                   title="PE(p) · PE(p + k) for three starting positions", x_title="offset k",
+                                   y_title="dot product", markers=False))
+        spread = float((dots.max(dim=0).values - dots.min(dim=0).values).max())
+        st.metric("Largest difference between starting positions, any k", f"{spread:.1e}")
+    with g2:
+        M = shift_matrix(offset, d_model, base)
+        long = sinusoidal_encoding(n_positions + offset, d_model, base).double()
+        error = float((long[:n_positions] @ M.T - long[offset:]).abs().max())
+        figures.show(figures.heatmap(M.numpy()[:16, :16], list(range(min(16, d_model))), list(range(min(16, d_model))),
+                                     title=f"M_k for k = {offset} (first 16 dimensions)", zmin=-1, zmax=1,
+                                     colorscale="RdBu_r", annotate=False, height=360))
+        st.metric(f"max |M_k PE(p) − PE(p + {offset})| over every p", f"{error:.1e}")

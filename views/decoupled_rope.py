@@ -35,10 +35,12 @@ with page.guard():
     left, right = st.columns([3, 2])
     with left:
         m1, m2, m3 = st.columns(3)
-        m1.metric("max |absorbed − explicit| output", f"{float((absorbed.output - explicit.output).abs().max()):.1e}")
-        m2.metric("max |absorbed − explicit| weights",
-                  f"{float((absorbed.weights - explicit.weights).abs().max()):.1e}")
-        m3.metric("error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}")
+        m1.metric("Output gap", f"{float((absorbed.output - explicit.output).abs().max()):.1e}",
+                  help="max |absorbed − explicit| over the outputs")
+        m2.metric("Weights gap", f"{float((absorbed.weights - explicit.weights).abs().max()):.1e}",
+                  help="max |absorbed − explicit| over the attention weights")
+        m3.metric("RoPE on content", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
+                  help="max score error if RoPE sat on the content part and W_uk absorbed it anyway")
         st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
                    "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
                    "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "

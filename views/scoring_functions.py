@@ -79,44 +79,44 @@ with page.guard():
     result = scoring.attention(torch.tensor(Q).float(), torch.tensor(K).float(), torch.tensor(V).float(),
                                kind, valid_lens, params)
 
-if result is not None:
-    keys = [f"k{j + 1}" for j in range(K.shape[0])]
-    queries = [f"q{i + 1}" for i in range(Q.shape[0])]
-    left, right = st.columns([3, 2])
-    with left:
+left, right = st.columns([3, 2])
+with left:
+    if result is not None:
+        keys = [f"k{j + 1}" for j in range(K.shape[0])]
+        queries = [f"q{i + 1}" for i in range(Q.shape[0])]
         h1, h2 = st.columns(2)
         with h1:
-            scores = result.scores.numpy()
-            figures.show(figures.heatmap(scores, keys, queries, title=f"Scores a(q, k), {kind_label.lower()}",
-                                         x_title="key", y_title="query", zmin=None, zmax=None, colorscale="RdBu_r"))
+            figures.show(figures.heatmap(result.scores.numpy(), keys, queries, zmin=None, zmax=None,
+                                         title=f"Scores a(q, k), {kind_label.lower()}", x_title="key",
+                                         y_title="query", colorscale="RdBu_r"))
         with h2:
             figures.show(figures.heatmap(result.weights.numpy(), keys, queries, title="Weights α = masked softmax",
                                          x_title="key", y_title="query"))
         st.markdown("**Output** O = α V, one row per query")
         st.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
                      hide_index=True)
-    with right:
-        formulas = {
-            "dot": ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),
-            "scaled_dot": ("000 eq. 57, 001 §1.4 (scaled dot)", r"a(q, k) = \frac{q\,k^\top}{\sqrt{d}}"),
-            "general": ("000 eq. 46 (general)", r"a(q, k) = q\,W\,k^\top"),
-            "additive": ("000 eq. 47, 001 §1.4 (additive)", r"a(q, k) = w_v^\top \tanh(W_q q + W_k k)"),
-        }
-        equations(
-            *[(cite + (", in use" if name == kind else ""), r"\boxed{" + tex + "}" if name == kind else tex)
-              for name, (cite, tex) in formulas.items()],
-            ("001 §1.4 (masked softmax, valid length ℓ)",
-             r"\alpha_{ij} = \begin{cases} \dfrac{\exp a_{ij}}{\sum_{j' \le \ell} \exp a_{ij'}} & j \le \ell"
-             r" \\ 0 & j > \ell \end{cases}"),
-            ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
-        )
-    if source.startswith("Worked") and kind == "dot" and padding == 0:
-        st.subheader("Against the worked example of 002 §2.1")
-        st.table({
-            "quantity": ["α_t1", "α_t2", "α_t3", "c_t[1]", "c_t[2]"],
-            "printed in 002": EXAMPLE_PRINTED["weights"] + EXAMPLE_PRINTED["context"],
-            "computed here": [round(float(x), 4) for x in [*result.weights[0], *result.output[0]]],
-        })
-        st.caption("The notes round exp(0.5)/4.8839 = 1.6487/4.8839 to 0.3374 and 2.0138/4.8839 to 0.4125; "
-                   "carried out exactly these are 0.3376 and 0.4123, so the context's second entry is 0.6624. "
-                   "Both agree to three decimals.")
+with right:
+    formulas = {
+        "dot": ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),
+        "scaled_dot": ("000 eq. 57, 001 §1.4 (scaled dot)", r"a(q, k) = \frac{q\,k^\top}{\sqrt{d}}"),
+        "general": ("000 eq. 46 (general)", r"a(q, k) = q\,W\,k^\top"),
+        "additive": ("000 eq. 47, 001 §1.4 (additive)", r"a(q, k) = w_v^\top \tanh(W_q q + W_k k)"),
+    }
+    equations(
+        *[(cite + (", in use" if name == kind else ""), r"\boxed{" + tex + "}" if name == kind else tex)
+          for name, (cite, tex) in formulas.items()],
+        ("001 §1.4 (masked softmax, valid length ℓ)",
+         r"\alpha_{ij} = \begin{cases} \dfrac{\exp a_{ij}}{\sum_{j' \le \ell} \exp a_{ij'}} & j \le \ell"
+         r" \\ 0 & j > \ell \end{cases}"),
+        ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
+    )
+if result is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
+    st.subheader("Against the worked example of 002 §2.1")
+    st.table({
+        "quantity": ["α_t1", "α_t2", "α_t3", "c_t[1]", "c_t[2]"],
+        "printed in 002": EXAMPLE_PRINTED["weights"] + EXAMPLE_PRINTED["context"],
+        "computed here": [round(float(x), 4) for x in [*result.weights[0], *result.output[0]]],
+    })
+    st.caption("The notes round exp(0.5)/4.8839 = 1.6487/4.8839 to 0.3374 and 2.0138/4.8839 to 0.4125; "
+               "carried out exactly these are 0.3376 and 0.4123, so the context's second entry is 0.6624. "
+               "Both agree to three decimals.")

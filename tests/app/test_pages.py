@@ -187,6 +187,6 @@ def test_rope_page_explains_bad_dimension_base_and_precision():
 def test_decoupled_rope_absorbed_equals_explicit(source):
     at = open_page("decoupled_rope", kr=source, T="9")
     assert_clean(at)
-    assert float(metric(at, "max |absorbed − explicit| output")) < 1e-10
-    assert float(metric(at, "max |absorbed − explicit| weights")) < 1e-10
-    assert float(metric(at, "error if RoPE sat")) > 1e-2
+    assert float(metric(at, "Output gap")) < 1e-10
+    assert float(metric(at, "Weights gap")) < 1e-10
+    assert float(metric(at, "RoPE on content")) > 1e-2

@@ -31,13 +31,13 @@ with page.guard():
                                      height=420))
     with right:
         equations(
-            ("001 §1.7, 002 §2.3.2", r"\mathrm{PE}(p, 2i) = \sin\!\big(p\,\omega_i\big),\ "
-                                     r"\mathrm{PE}(p, 2i{+}1) = \cos\!\big(p\,\omega_i\big)"),
+            ("001 §1.7, 002 §2.3.2", r"\mathrm{PE}(p, 2i) = \sin(p\,\omega_i)"),
+            ("001 §1.7, 002 §2.3.2", r"\mathrm{PE}(p, 2i{+}1) = \cos(p\,\omega_i)"),
             ("frequencies", r"\omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}"),
             ("depends on k alone", r"\mathrm{PE}(p)\cdot\mathrm{PE}(p{+}k) = \textstyle\sum_i \cos(k\,\omega_i)"),
-            ("one rotation per frequency", r"\begin{pmatrix}\sin (p{+}k)\omega \\ \cos (p{+}k)\omega\end{pmatrix} = "
-                                           r"\begin{pmatrix}\cos k\omega & \sin k\omega \\ -\sin k\omega & \cos k\omega"
-                                           r"\end{pmatrix}\begin{pmatrix}\sin p\omega \\ \cos p\omega\end{pmatrix}"),
+            ("one rotation per frequency, the same for every p",
+             r"\mathrm{PE}_i(p{+}k) = \begin{pmatrix}\cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & "
+             r"\cos k\omega_i\end{pmatrix} \mathrm{PE}_i(p)"),
         )
 
     st.subheader("The worked example of 002 §2.3.2")

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from ui.catalog import BY_SLUG
@@ -87,6 +88,15 @@ def equations(*items: tuple[str, str]) -> None:
         for citation, latex in items:
             st.caption(citation)
             st.latex(latex)
+
+
+def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:
+    """A row of metrics, one per (label, a, b): the largest |a - b|, how every page shows a check."""
+    values = []
+    for column, (label, a, b) in zip(st.columns(len(comparisons)), comparisons):
+        values.append(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))))
+        column.metric(label, f"{values[-1]:.1e}")
+    return values
 
 
 def flag_unknown_params() -> None:

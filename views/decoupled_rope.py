@@ -3,7 +3,7 @@ import torch
 
 from engine.positions import decoupled as mla
 from ui import figures
-from ui.page import Page, equations
+from ui.page import Page, equations, gaps
 
 page = Page("decoupled_rope")
 st.markdown(
@@ -34,13 +34,9 @@ with page.guard():
     explicit, absorbed = mla.mla_explicit(h, weights, cfg), mla.mla_absorbed(h, weights, cfg)
     left, right = st.columns([3, 2])
     with left:
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Output gap", f"{float((absorbed.output - explicit.output).abs().max()):.1e}",
-                  help="max |absorbed − explicit| over the outputs")
-        m2.metric("Weights gap", f"{float((absorbed.weights - explicit.weights).abs().max()):.1e}",
-                  help="max |absorbed − explicit| over the attention weights")
-        m3.metric("RoPE on content", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
-                  help="max score error if RoPE sat on the content part and W_uk absorbed it anyway")
+        gaps(("Output gap", absorbed.output, explicit.output), ("Weights gap", absorbed.weights, explicit.weights))
+        st.metric("Score error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
+                  help="max score error if the content parts were rotated and W_uk absorbed them anyway")
         st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
                    "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
                    "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "

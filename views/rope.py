@@ -5,7 +5,7 @@ import torch
 
 from engine.positions import rope
 from ui import figures
-from ui.page import Page, equations
+from ui.page import Page, equations, gaps
 
 page = Page("rope")
 st.markdown(
@@ -97,14 +97,13 @@ with page.guard():
                                        markers=False, log_x=False))
             st.caption("A larger base turns every pair more slowly, so the bound decays later: 100000 keeps "
                        "distant tokens distinguishable over longer contexts.")
-            interleaved = rope.apply_rope(q.expand(8, -1), torch.arange(8), base, "interleaved")
-            half = rope.apply_rope(q.expand(8, -1), torch.arange(8), base, "half")
             perm = rope.interleaved_to_half(head_dim)
-            half_of_permuted = rope.apply_rope(q[perm].expand(8, -1), torch.arange(8), base, "half")
-            p1, p2 = st.columns(2)
-            p1.metric("max |interleaved − half-split| on the same q", f"{float((interleaved - half).abs().max()):.3f}")
-            p2.metric("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)",
-                      f"{float((interleaved[:, perm] - half_of_permuted).abs().max()):.1e}")
+            positions = torch.arange(8)
+            interleaved = rope.apply_rope(q.expand(8, -1), positions, base, "interleaved")
+            gaps(("max |interleaved − half-split| on the same q", interleaved,
+                  rope.apply_rope(q.expand(8, -1), positions, base, "half")),
+                 ("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)", interleaved[:, perm],
+                  rope.apply_rope(q[perm].expand(8, -1), positions, base, "half")))
             st.caption("The two pairings rotate different coordinates together, so they give different vectors, "
                        "but a model trained with one is the other after a fixed reordering of its weights.")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.attention.scoring import attention
+from engine.attention.scoring import attention, single_query_attention
 
 
 @dataclass
@@ -96,3 +96,14 @@ def multi_head_per_head(x: torch.Tensor, weights: MultiHeadWeights, n_heads: int
             heads.append(attention(X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols], "scaled_dot", valid).output)
         outputs.append(torch.cat(heads, dim=-1) @ weights.W_o)  # (T, C)
     return torch.stack(outputs)
+
+
+def one_query_at_a_time(x: torch.Tensor, weights: MultiHeadWeights, n_heads: int, causal: bool) -> torch.Tensor:
+    """Head 1 of batch item 1, each query on its own with 000 eq. 55 (a causal query t sees keys 0..t): (T, d)."""
+    T, C = x.shape[1:]
+    d = C // n_heads
+    W_Q, W_K, W_V = weights.W_qkv.split(C, dim=1)
+    q, K, V = x[0] @ W_Q[:, :d], x[0] @ W_K[:, :d], x[0] @ W_V[:, :d]  # each (T, d)
+    # eq. 55 has no 1/sqrt(d); scaling q by it gives 000 eq. 57's scores
+    return torch.stack([single_query_attention(q[t] / math.sqrt(d), K[: t + 1] if causal else K,
+                                               V[: t + 1] if causal else V) for t in range(T)])

@@ -189,4 +189,4 @@ def test_decoupled_rope_absorbed_equals_explicit(source):
     assert_clean(at)
     assert float(metric(at, "Output gap")) < 1e-10
     assert float(metric(at, "Weights gap")) < 1e-10
-    assert float(metric(at, "RoPE on content")) > 1e-2
+    assert float(metric(at, "Score error if RoPE")) > 1e-2

@@ -50,16 +50,30 @@ class ScalingStudy:
     jacobian_norm: dict[str, list[float]]  # mean ||d softmax / d logits||_F
 
 
+def nested_logits(dims: list[int], n_keys: int, n_draws: int, generator: torch.Generator) -> torch.Tensor:
+    """Raw logits for every d_k in dims from one draw at the largest: (len(dims), n_draws, m).
+
+    The logit at d_k sums the first d_k products q_i k_i, so all widths come from one cumulative sum:
+    half the random numbers of separate draws, and the curves over d_k share their noise.
+    """
+    index = torch.tensor(dims) - 1
+    chunks = []
+    for start in range(0, n_draws, DRAW_CHUNK):
+        b = min(DRAW_CHUNK, n_draws - start)
+        q = torch.randn(b, 1, dims[-1], generator=generator)  # (b, 1, D)
+        K = torch.randn(b, n_keys, dims[-1], generator=generator)  # (b, m, D)
+        chunks.append((q * K).cumsum(dim=-1)[..., index])  # (b, m, len(dims))
+    return torch.cat(chunks).permute(2, 0, 1)
+
+
 def scaling_study(max_log2_d: int, n_keys: int, n_draws: int, seed: int) -> ScalingStudy:
     """Measure raw and 1/sqrt(d_k)-scaled logits for d_k = 1, 2, 4, ..., 2^max_log2_d."""
     if n_keys < 2:
         raise ValueError("need at least two keys for a softmax to choose between")
-    g = torch.Generator().manual_seed(seed)
     dims = [2**i for i in range(max_log2_d + 1)]
     study = ScalingStudy(dims, {"raw": [], "scaled": []}, {"raw": [], "scaled": []},
                          {"raw": [], "scaled": []}, {"raw": [], "scaled": []})
-    for d_k in dims:
-        raw = sample_logits(d_k, n_keys, n_draws, g)
+    for d_k, raw in zip(dims, nested_logits(dims, n_keys, n_draws, torch.Generator().manual_seed(seed))):
         for name, logits in (("raw", raw), ("scaled", raw / math.sqrt(d_k))):
             weights = torch.softmax(logits, dim=-1)
             study.logit_std[name].append(float(logits.std()))

@@ -37,3 +37,12 @@ def test_sample_logits_shape_and_chunking_agree():
     assert logits.shape == (300, 3)
     with pytest.raises(ValueError):
         scaling_study(3, 1, 10, 0)
+
+
+def test_nested_logits_are_prefix_sums_of_one_draw():
+    from engine.attention.scaling import nested_logits
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    logits = nested_logits([1, 4, 8], 3, 2, g1)
+    q, K = torch.randn(2, 1, 8, generator=g2), torch.randn(2, 3, 8, generator=g2)
+    for i, d in enumerate([1, 4, 8]):
+        torch.testing.assert_close(logits[i], (q[..., :d] * K[..., :d]).sum(-1))

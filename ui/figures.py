@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -33,22 +34,25 @@ def show(fig: go.Figure) -> None:
 def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str], title: str = "",
             x_title: str = "", y_title: str = "", zmin: float | None = 0.0, zmax: float | None = 1.0,
             annotate: bool | None = None, height: int | None = None, colorscale: str = "Blues",
-            showscale: bool = True) -> go.Figure:
+            showscale: bool = True, zmid: float | None = None, categorical: bool = True) -> go.Figure:
     """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small.
 
-    The height follows the row count unless given, so a single query is a strip, not a tower.
+    The height follows the row count unless given, so a single query is a strip, not a tower. zmid centres a
+    diverging colour scale (0 for signed scores); categorical=False places numeric labels at their values.
     """
     matrix = np.asarray(matrix, dtype=float)
     annotate = matrix.size <= 144 if annotate is None else annotate
     height = height or int(np.clip(140 + 42 * matrix.shape[0], 200, 560))
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=[str(x) for x in x_labels], y=[str(y) for y in y_labels],
-        zmin=zmin, zmax=zmax, colorscale=colorscale, showscale=showscale,
+        z=matrix, x=[str(x) for x in x_labels] if categorical else list(x_labels),
+        y=[str(y) for y in y_labels] if categorical else list(y_labels),
+        zmin=zmin, zmax=zmax, zmid=zmid, colorscale=colorscale, showscale=showscale, textfont=dict(size=12),
         text=np.round(matrix, 3) if annotate else None, texttemplate="%{text}" if annotate else None,
         hovertemplate=f"{y_title or 'row'} %{{y}}<br>{x_title or 'column'} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
     ))
-    fig.update_yaxes(autorange="reversed", title=y_title, type="category")
-    fig.update_xaxes(title=x_title, type="category")
+    kind = "category" if categorical else "linear"
+    fig.update_yaxes(autorange="reversed", title=y_title, type=kind)
+    fig.update_xaxes(title=x_title, type=kind)
     return _style(fig, title, height)
 
 
@@ -58,25 +62,31 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
     """Several named curves over one x axis; names in `dashed` are drawn dashed (references)."""
     fig = go.Figure()
     for name, ys in series.items():
+        reference = dict(dash="dash", width=1.5, color="#666666")  # drawn thin and grey, under nothing
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=name, mode="lines+markers" if markers else "lines",
-                                 line=dict(dash="dash" if name in dashed else "solid")))
-    fig.update_xaxes(title=x_title, type="log" if log_x else "linear")
-    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+                                 line=reference if name in dashed else dict()))
+    if len(series) > 10:  # plotly's default palette has ten colours
+        fig.update_layout(colorway=px.colors.qualitative.Dark24)
+    # log axes labelled at powers of ten only: minor labels read as misplaced numbers
+    fig.update_xaxes(title=x_title, type="log" if log_x else "linear", dtick=1 if log_x else None)
+    fig.update_yaxes(title=y_title, type="log" if log_y else "linear", dtick=1 if log_y else None)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
     return _style(fig, title, height)
 
 
 def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                       curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str = "",
-                      x_title: str = "", y_title: str = "", height: int = 380) -> go.Figure:
-    """Scattered observations with fitted curves over them (NaN leaves a gap in a curve)."""
+                      x_title: str = "", y_title: str = "", height: int = 380, equal_axes: bool = False) -> go.Figure:
+    """Scattered observations with fitted curves over them (NaN leaves a gap in a curve).
+
+    equal_axes keeps one unit the same length on both axes, so rotations draw circles."""
     fig = go.Figure()
     for name, (xs, ys) in points.items():
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="markers", marker=dict(size=7, opacity=0.6)))
     for name, (xs, ys) in curves.items():
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines", line=dict(width=3)))
     fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title=y_title)
+    fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
     return _style(fig, title, height)
 

@@ -34,7 +34,7 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
 
 def format_matrix(matrix: np.ndarray) -> str:
     """The inverse of parse_matrix, for showing a generated matrix as editable text."""
-    return "; ".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(matrix))
+    return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(matrix))
 
 
 def parse_tokens(text: str) -> list[str]:

@@ -12,7 +12,7 @@ st.markdown(
     "W_Q and W_uk where no fixed matrix can absorb it (000 eq. 111-112). The decoupled form gives each query and "
     "key a separate small RoPE part, and caches that part's key, k^R, beside c^KV."
 )
-SOURCE_LABELS = {"from c^KV (000 eq. 117)": "latent", "from h (DeepSeek-V2)": "hidden"}
+SOURCE_LABELS = {"c^KV (000)": "latent", "h (DeepSeek-V2)": "hidden"}
 c1, c2, c3, c4, c5, c6 = st.columns(6)
 with c1:
     n_heads = page.slider("Heads", "H", 1, 8, 4)
@@ -25,7 +25,8 @@ with c4:
 with c5:
     T = page.slider("Tokens", "T", 1, 16, 6)
 with c6:
-    source = page.select("Key's RoPE part", "kr", list(SOURCE_LABELS))
+    source = page.select("k^R computed from", "kr", list(SOURCE_LABELS),
+                         help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t")
 
 with page.guard():
     cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, rope_key_from=SOURCE_LABELS[source])
@@ -41,7 +42,7 @@ with page.guard():
                    "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
                    "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "
                    "rotation could be dropped into W_uk: far off, which is why the RoPE part is kept apart.")
-        tokens = [f"t{i}" for i in range(T)]
+        tokens = [f"t{i + 1}" for i in range(T)]
         figures.show(figures.heatmap(explicit.weights[0].numpy(), tokens, tokens, title="Head 1, causal attention",
                                      x_title="key", y_title="query", annotate=T <= 8))
         counts = mla.cache_elements_per_token(cfg)

@@ -66,7 +66,7 @@ with right:
 st.subheader("Attention weights")
 st.caption("Row i is one query; its weights over the keys sum to 1. Smaller h sharpens the diagonal.")
 figures.show(figures.heatmap(
-    fit.weights.numpy(), [f"{x:.2f}" for x in data.x_train.tolist()], [f"{x:.1f}" for x in data.x_query.tolist()],
+    fit.weights.numpy(), data.x_train.tolist(), data.x_query.tolist(), categorical=False,
     title=f"α(q, k) / Σ α, {kernel_label.lower()} kernel, h = {bandwidth}", x_title="key k_i", y_title="query q",
     zmax=None, height=520))
 

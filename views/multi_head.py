@@ -53,13 +53,14 @@ with page.guard():
     for head in range(H):
         with grid[head % len(grid)]:
             figures.show(figures.heatmap(attention[head].numpy(), tokens, tokens, title=f"head {head + 1}",
-                                         x_title="key", y_title="query", annotate=T <= 6, height=300))
+                                         x_title="key", y_title="query", annotate=T <= 6, height=300,
+                                         showscale=False))
 
     st.subheader("Heads side by side, then mixed by W_O")
     concat = steps[-2].tensor[0]  # (T, C) before the output projection
     columns = [f"h{j // d + 1}·{j % d}" for j in range(C)]
     figures.show(figures.heatmap(concat.numpy(), columns, tokens, title="concat(O_1, …, O_h) for batch item 1",
-                                 x_title="head · dimension", y_title="token", zmin=None, zmax=None,
+                                 x_title="head · dimension", y_title="token", zmin=None, zmax=None, zmid=0.0,
                                  colorscale="RdBu_r", annotate=False, height=320))
 
     st.subheader("Checks, computed")

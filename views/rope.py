@@ -15,12 +15,13 @@ st.markdown(
     "so both are choices here: the base (000's code uses 100000; 001 and 002 use 10000) and which dimensions "
     "form a pair."
 )
-PAIRING_LABELS = {"Interleaved (2i, 2i+1): 000's code, 002": "interleaved", "Half-split (i, i+d/2): Llama": "half"}
+PAIRING_LABELS = {"Interleaved (2i, 2i+1)": "interleaved", "Half-split (i, i+d/2)": "half"}
 c1, c2, c3, c4 = st.columns(4)
 with c1:
     head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2)
 with c2:
-    pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS))
+    pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS),
+                                help="Interleaved: 000's code and 002. Half-split: Llama's rotate_half.")
 with c3:
     base = page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000")
 with c4:
@@ -57,7 +58,7 @@ with page.guard():
                 {f"pair {i} ({int(first[i])}, {int(second[i])}), {float(rope.rope_frequencies(head_dim, base)[i]):.2g} "
                  f"rad/step": (path[:, first[i]].tolist(), path[:, second[i]].tolist()) for i in pairs},
                 title="Where pairs of q travel for positions 0..m", x_title="first coordinate",
-                y_title="second coordinate", height=460))
+                y_title="second coordinate", height=460, equal_axes=True))
             st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
                        f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps the norm.")
 

@@ -86,7 +86,7 @@ with left:
         queries = [f"q{i + 1}" for i in range(Q.shape[0])]
         h1, h2 = st.columns(2)
         with h1:
-            figures.show(figures.heatmap(result.scores.numpy(), keys, queries, zmin=None, zmax=None,
+            figures.show(figures.heatmap(result.scores.numpy(), keys, queries, zmin=None, zmax=None, zmid=0.0,
                                          title=f"Scores a(q, k), {kind_label.lower()}", x_title="key",
                                          y_title="query", colorscale="RdBu_r"))
         with h2:

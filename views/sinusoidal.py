@@ -55,7 +55,8 @@ with page.guard():
     g1, g2 = st.columns(2)
     with g1:
         figures.show(figures.lines(list(range(max_offset + 1)), {f"from p = {p}": dots[p].tolist() for p in starts},
-                                   title="PE(p) · PE(p + k) for three starting positions", x_title="offset k",
+                                   title="PE(p) · PE(p + k) from three starting positions: one curve",
+                                   x_title="offset k",
                                    y_title="dot product", markers=False))
         spread = float((dots.max(dim=0).values - dots.min(dim=0).values).max())
         st.metric("Largest difference between starting positions, any k", f"{spread:.1e}")

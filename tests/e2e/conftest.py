@@ -1,4 +1,8 @@
-"""The real app, served by `streamlit run` on a free local port, driven by Debian's chromium."""
+"""The real app, served by `streamlit run` on a free local port, driven by Debian's chromium.
+
+The fixtures are module-scoped: each browser-test module starts one app and one browser and
+kills both at its end. Helpers wait the way Streamlit's own e2e tests do.
+"""
 from __future__ import annotations
 
 import os
@@ -6,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,11 +18,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"
-# as the probe of this workplace starts it: no sandbox as root, no background traffic to a closed network
+HAVE_CHROMIUM = Path(CHROMIUM).exists()
+NO_CHROMIUM = f"{CHROMIUM} is missing (apt-get install -y chromium): the browser tests need it"
+SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"  # gitignored
+# no sandbox as root, no background traffic to a closed network
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+BOOT_S = 60
+
+
+def pytest_configure(config):
+    # pyproject registers it too; registering twice is harmless and keeps `--strict-markers` happy either way
+    config.addinivalue_line("markers", "e2e: drives the real app in headless chromium")
 
 
 def free_port() -> int:
@@ -26,49 +40,80 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server_url():
+def _port_answers(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """`streamlit run app.py` from the repository root in its own process group, killed at teardown."""
     port = free_port()
+    # a file, not a pipe: nobody drains a pipe while the tests run, and a full one would stall the server
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output() -> str:
+        log.seek(0)
+        return log.read().decode(errors="replace")[-3000:]
+
+    deadline = time.monotonic() + BOOT_S
+    try:
+        while not _port_answers(port):
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited: {proc.stdout.read().decode()[-2000:]}")
-            time.sleep(0.5)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise RuntimeError("streamlit did not open its port within 60 s")
-    yield f"http://127.0.0.1:{port}"
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=20)
+                raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{output()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not open port {port} within {BOOT_S} s:\n{output()}")
+            time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+        log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    if not HAVE_CHROMIUM:
+        pytest.skip(NO_CHROMIUM)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        try:
+            yield b
+        finally:
+            b.close()
 
 
 @pytest.fixture
-def page(browser, server_url):
-    # 1400 px wide: narrower windows collapse the sidebar and its links become inert
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server_url)
+def page(browser, app_url):
+    """A fresh tab in a fresh context (own cookies, own Streamlit session) for each test."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=app_url)
+    context.set_default_timeout(30_000)
     tab = context.new_page()
-    yield tab
-    context.close()
+    try:
+        yield tab
+    finally:
+        context.close()
 
 
 def settle(tab) -> None:
@@ -78,12 +123,35 @@ def settle(tab) -> None:
     tab.wait_for_selector(IDLE, timeout=60_000)
 
 
+def open_url(tab, path: str) -> None:
+    tab.goto(path)
+    settle(tab)
+
+
 def assert_no_exception(tab) -> None:
-    assert tab.locator("[data-testid='stException']").count() == 0, tab.locator(
-        "[data-testid='stException']").first.inner_text()
-    assert "Traceback" not in tab.inner_text("body")
+    errors = tab.locator("[data-testid='stException']")
+    assert errors.count() == 0, f"exception on {tab.url}:\n{errors.first.inner_text()}"
+    traceback = tab.get_by_text("Traceback")
+    assert traceback.count() == 0, f"'Traceback' on {tab.url}:\n{traceback.first.inner_text()[:2000]}"
+
+
+def wait_for_plots(tab) -> None:
+    """Plotly mounts lazily after the script finished: wait for the first chart to draw."""
+    tab.locator("[data-testid='stPlotlyChart'] .js-plotly-plot, .js-plotly-plot").first.wait_for(timeout=20_000)
 
 
 def screenshot(tab, name: str) -> None:
+    """The whole page. Streamlit scrolls inside `stMain`, not the document, so `full_page` alone stops at the
+    fold: grow the window to the content's height for the shot, then put it back."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = VIEWPORT["height"]
+    for _ in range(3):  # content can reflow once the window is taller
+        needed = tab.evaluate("() => Math.max(...['stMain', 'stSidebarContent'].map(id => "
+                              "document.querySelector(`[data-testid='${id}']`)?.scrollHeight ?? 0))")
+        if needed <= height:
+            break
+        height = min(int(needed) + 8, 16_000)
+        tab.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+        tab.wait_for_timeout(300)
     tab.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    tab.set_viewport_size(VIEWPORT)

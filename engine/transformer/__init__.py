@@ -1,0 +1,1 @@
+"""The transformer of the notes: TransformerLM, KV cache, attention variants, cache sizes, objectives."""

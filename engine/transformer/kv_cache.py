@@ -1,0 +1,77 @@
+"""KV caching made visible (000 §8.5 eq. 86-89, 002 §2.5).
+
+The worked example of 002 §2.5.1 step by step, and generation timed with and without the cache.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from engine.transformer.model import TransformerLM
+
+# 002 §2.5.1: three 2-dimensional tokens and their projection matrices
+EXAMPLE_X = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
+EXAMPLE_W_Q = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+EXAMPLE_W_K = torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=torch.float64)
+EXAMPLE_W_V = torch.tensor([[0.5, -0.5], [1.0, 0.5]], dtype=torch.float64)
+
+
+@dataclass
+class CacheStep:
+    t: int  # 1-based step: token x_t arrives
+    q: torch.Tensor  # (d_k,) computed now, never cached
+    k: torch.Tensor  # (d_k,) computed now, appended to the cache
+    v: torch.Tensor  # (d_v,)
+    K: torch.Tensor  # (t, d_k) the cache after appending
+    V: torch.Tensor  # (t, d_v)
+    scores: torch.Tensor  # (t,) q_t . k_j / sqrt(d_k)
+    weights: torch.Tensor  # (t,)
+    z: torch.Tensor  # (d_v,) sum_j alpha_tj v_j
+    uncached_z: torch.Tensor  # (d_v,) row t of masked attention recomputed from scratch
+
+
+def cached_attention_steps(X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor
+                           ) -> list[CacheStep]:
+    """One head of causal self-attention, token by token with a growing K, V cache (002 §2.5 steps 1-6);
+    each step also recomputes everything from scratch to show the cache changes nothing."""
+    d_k = W_K.shape[1]
+    Q_all, K_all, V_all = X @ W_Q, X @ W_K, X @ W_V
+    mask = torch.ones(len(X), len(X), dtype=torch.bool).tril()
+    full = torch.softmax((Q_all @ K_all.T / math.sqrt(d_k)).masked_fill(~mask, float("-inf")), dim=-1) @ V_all
+    steps, K, V = [], X[:0] @ W_K, X[:0] @ W_V
+    for t, x in enumerate(X, start=1):
+        q, k, v = x @ W_Q, x @ W_K, x @ W_V  # only the new token is projected
+        K, V = torch.cat([K, k[None]]), torch.cat([V, v[None]])
+        scores = K @ q / math.sqrt(d_k)
+        weights = torch.softmax(scores, dim=0)
+        steps.append(CacheStep(t, q, k, v, K, V, scores, weights, weights @ V, full[t - 1]))
+    return steps
+
+
+@dataclass
+class GenerationTiming:
+    seconds_per_token: list[float]  # one entry per generated token, in order
+    tokens: torch.Tensor  # (T0 + n,)
+    cache_numbers: list[int]  # numbers held in the cache after each step (0 without a cache)
+
+
+@torch.no_grad()
+def timed_generation(model: TransformerLM, prompt: torch.Tensor, n_new: int, use_cache: bool) -> GenerationTiming:
+    """Greedy generation, timing every step: cached steps feed one token, uncached steps the whole prefix."""
+    if prompt.numel() + n_new > model.config.max_seq_len:
+        raise ValueError(f"{prompt.numel()} + {n_new} tokens exceed the context window of {model.config.max_seq_len}")
+    model.eval()
+    idx = prompt[None]
+    out = model(idx)
+    times, sizes = [], []
+    for _ in range(n_new):
+        next_id = out.logits[:, -1].argmax(-1, keepdim=True)
+        idx = torch.cat([idx, next_id], dim=1)
+        start = time.perf_counter()
+        out = model(next_id, cache=out.cache) if use_cache else model(idx)
+        times.append(time.perf_counter() - start)
+        sizes.append(sum(k.numel() + v.numel() for k, v in out.cache) if use_cache else 0)
+    return GenerationTiming(times, idx[0], sizes)

@@ -1,0 +1,188 @@
+"""The TransformerLM of 000 §8.3 (eq. 64-83), with a KV cache (000 §8.5, 002 §2.5).
+
+CausalSelfAttention, TransformerBlock and TransformerLM follow the notes' code; additions are
+the cache, returning attention weights for the app, and a `causal` switch so the same stack
+can be trained with the masked-LM objective of 001 §1.9.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# One (K, V) pair per layer, each (B, H, t, d): what a decoder keeps so a new token needs only its own q, k, v.
+KVCache = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 96
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = 512  # 4 d_model, as in the notes' MLP
+    max_seq_len: int = 512
+    dropout: float = 0.0
+    causal: bool = True  # False: a bidirectional encoder for the masked-LM objective
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        assert cfg.d_model % cfg.n_heads == 0
+        self.n_heads = cfg.n_heads
+        self.head_dim = cfg.d_model // cfg.n_heads
+        self.causal = cfg.causal
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)  # one matmul for q, k, v (000 eq. 72-73)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.attn_dropout = nn.Dropout(cfg.dropout)
+        self.resid_dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """x (B, T, C) new tokens; cache holds K, V of earlier ones. Returns y, attention (B, H, T, t+T), cache."""
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
+        q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))  # (B, H, T, d)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, H, t + T, d)
+        att = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, t + T)
+        if self.causal:
+            past = k.shape[2] - T
+            # query i (absolute position past + i) sees keys 0..past + i: the triangle of 000 eq. 70, shifted
+            mask = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=past)
+            att = att.masked_fill(~mask, float("-inf"))
+        att = F.softmax(att.float(), dim=-1)
+        y = self.attn_dropout(att) @ v  # (B, H, T, d)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        return self.resid_dropout(self.proj(y)), att, (k, v)
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LayerNorm block: x + attn(ln1(x)), then x + mlp(ln2(x)) (000 §8.3.3)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Dropout(cfg.dropout),
+                                 nn.Linear(cfg.d_ff, cfg.d_model), nn.Dropout(cfg.dropout))
+
+    def forward(self, x: torch.Tensor, cache=None):
+        a, att, cache = self.attn(self.ln1(x), cache)
+        x = x + a
+        return x + self.mlp(self.ln2(x)), att, cache
+
+
+@dataclass
+class LMOutput:
+    logits: torch.Tensor  # (B, T, vocab)
+    loss: torch.Tensor | None
+    attentions: list[torch.Tensor]  # per layer (B, H, T, t + T)
+    cache: KVCache
+    hidden: torch.Tensor  # (B, T, C) after the final LayerNorm: h_n of 003 eq. 66-67
+
+
+class TransformerLM(nn.Module):
+    """Token plus learned position embeddings, n blocks, final LayerNorm, LM head (000 §8.3.4)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.config = cfg
+        self.token_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_seq_len, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList([TransformerBlock(cfg) for _ in range(cfg.n_layers)])
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("attn.proj.weight") or name.endswith("mlp.3.weight"):
+                # GPT-2's scaled init: each residual branch adds to the stream, so shrink it by sqrt(2 n_layers)
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        """nanoGPT's initialisation: N(0, 0.02) weights and zero biases."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: KVCache | None = None
+                ) -> LMOutput:
+        """idx (B, T) new tokens after the len(cache) already seen; targets (B, T) with -100 where ignored."""
+        B, T = idx.shape
+        past = cache[0][0].shape[2] if cache else 0
+        if past + T > self.config.max_seq_len:
+            raise ValueError(f"{past + T} tokens exceed the context window of {self.config.max_seq_len}")
+        pos = torch.arange(past, past + T, device=idx.device).unsqueeze(0)  # (1, T), eq. 83 shifted by the cache
+        x = self.drop(self.token_emb(idx) + self.pos_emb(pos))
+        attentions, new_cache = [], []
+        for i, block in enumerate(self.blocks):
+            x, att, layer_cache = block(x, cache[i] if cache else None)
+            attentions.append(att)
+            new_cache.append(layer_cache)
+        hidden = self.ln_f(x)
+        logits = self.lm_head(hidden)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=-100)
+        return LMOutput(logits, loss, attentions, new_cache, hidden)
+
+
+def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None
+                ) -> torch.Tensor:
+    """Sample from softmax(logits / T) restricted to the top k: logits (B, V) -> (B, 1). T = 0 is greedy."""
+    if temperature < 0:
+        raise ValueError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits.float() / temperature
+    if top_k is not None:
+        if top_k < 1:
+            raise ValueError(f"top-k must be at least 1, got {top_k}")
+        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+
+
+@torch.no_grad()
+def generate(model: TransformerLM, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, use_cache: bool = True, seed: int = 0) -> torch.Tensor:
+    """Extend idx (B, T0) by max_new_tokens (000 §8.3.4's generate). With the cache each step feeds one token;
+    without it each step reruns the whole prefix. The same seed gives the same tokens either way."""
+    if idx.shape[1] + max_new_tokens > model.config.max_seq_len:
+        raise ValueError(f"prompt plus new tokens ({idx.shape[1]} + {max_new_tokens}) exceed the context window "
+                         f"of {model.config.max_seq_len}")
+    model.eval()
+    generator = torch.Generator().manual_seed(seed)
+    out = model(idx)
+    for _ in range(max_new_tokens):
+        next_id = sample_next(out.logits[:, -1, :], temperature, top_k, generator)
+        idx = torch.cat([idx, next_id], dim=1)
+        out = model(next_id, cache=out.cache) if use_cache else model(idx)
+    return idx
+
+
+def save_checkpoint(model: TransformerLM, path, **extra) -> None:
+    """Weights, config and plain-data extras, loadable with torch.load(weights_only=True)."""
+    torch.save({"config": asdict(model.config), "state_dict": model.state_dict(), **extra}, path)
+
+
+def load_checkpoint(path) -> tuple[TransformerLM, dict]:
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    model = TransformerLM(ModelConfig(**data.pop("config")))
+    model.load_state_dict(data.pop("state_dict"))
+    return model.eval(), data
+
+
+@torch.no_grad()
+def attention_maps(model: TransformerLM, idx: torch.Tensor) -> list[torch.Tensor]:
+    """Every layer's attention for one sequence idx (T,): a list of (H, T, T), rows summing to 1."""
+    model.eval()
+    return [att[0] for att in model(idx[None]).attentions]

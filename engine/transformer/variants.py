@@ -1,0 +1,134 @@
+"""MHA, MQA, GQA and MLA behind one interface (000 §8.5.1, 001 appendices, 002 §2.2).
+
+Every variant maps x (B, T, C) plus its cache to y (B, T, C) plus the grown cache, causally, and
+says how many numbers it caches per token. GQA with g groups covers both ends: g = h is MHA,
+g = 1 is MQA. MLA caches one latent c^KV per token and can run with W_uk and W_uv absorbed.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d)) v for new queries at the end of the keys: q (B, H, T, d), k v (B, H, t, d)."""
+    T, t = q.shape[2], k.shape[2]
+    att = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, t)
+    mask = torch.ones(T, t, dtype=torch.bool, device=q.device).tril(diagonal=t - T)
+    return F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1) @ v
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """(B, g, t, d) -> (B, g * n_rep, t, d): each group's K or V serves n_rep consecutive query heads."""
+    return x.repeat_interleave(n_rep, dim=1)
+
+
+class GroupedQueryAttention(nn.Module):
+    """h query heads share g key-value heads (001 appendix): g = h is MHA, g = 1 is MQA."""
+
+    def __init__(self, d_model: int, n_heads: int, n_groups: int):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"{n_heads} heads do not divide d_model = {d_model}")
+        if n_groups < 1 or n_heads % n_groups:
+            divisors = [g for g in range(1, n_heads + 1) if n_heads % g == 0]
+            raise ValueError(f"{n_groups} groups do not divide {n_heads} heads; choose one of "
+                             f"{', '.join(map(str, divisors))}")
+        self.n_heads, self.n_groups, self.head_dim = n_heads, n_groups, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_groups * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_groups * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def cache_per_token(self) -> int:
+        return 2 * self.n_groups * self.head_dim  # K and V of each group
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
+        B, T, C = x.shape
+        q = self.W_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
+        k = self.W_k(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)  # (B, g, T, d)
+        v = self.W_v(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)
+        if cache:
+            k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+        n_rep = self.n_heads // self.n_groups
+        y = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep))  # (B, H, T, d)
+        return self.W_o(y.transpose(1, 2).reshape(B, T, C)), {"k": k, "v": v}
+
+
+class LatentAttention(nn.Module):
+    """MLA without RoPE (000 §8.5.1): K = X W_dkv W_uk, V = X W_dkv W_uv, only c^KV = X W_dkv is cached.
+
+    absorbed=True scores with (q W_uk^T) . c^KV and applies W_uv after the weighted sum of latents, so K and
+    V are never rebuilt (000 eq. 93-99); absorbed=False rebuilds them, as the definition reads.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_latent: int, absorbed: bool = False):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"{n_heads} heads do not divide d_model = {d_model}")
+        self.n_heads, self.head_dim, self.d_latent, self.absorbed = n_heads, d_model // n_heads, d_latent, absorbed
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_dkv = nn.Linear(d_model, d_latent, bias=False)  # the shared down-projection W_{down K,V}
+        self.W_uk = nn.Linear(d_latent, d_model, bias=False)  # per-head up-projections, heads side by side
+        self.W_uv = nn.Linear(d_latent, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def cache_per_token(self) -> int:
+        return self.d_latent
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
+        B, T, C = x.shape
+        H, d = self.n_heads, self.head_dim
+        q = self.W_q(x).view(B, T, H, d).transpose(1, 2)  # (B, H, T, d)
+        c_kv = self.W_dkv(x)  # (B, T, d_c)
+        if cache:
+            c_kv = torch.cat([cache["c_kv"], c_kv], dim=1)
+        t = c_kv.shape[1]
+        if not self.absorbed:
+            k = self.W_uk(c_kv).view(B, t, H, d).transpose(1, 2)  # (B, H, t, d)
+            v = self.W_uv(c_kv).view(B, t, H, d).transpose(1, 2)
+            y = causal_attention(q, k, v)
+        else:
+            W_uk = self.W_uk.weight.view(H, d, self.d_latent)  # (H, d, d_c)
+            q_latent = q @ W_uk  # (B, H, T, d_c): W_uk folded into the query
+            latents = c_kv.unsqueeze(1).expand(B, H, t, self.d_latent)  # the same c^KV for every head
+            scale = math.sqrt(self.d_latent / d)  # causal_attention divides by sqrt(d_c); the score needs sqrt(d)
+            mixed = causal_attention(q_latent * scale, latents, latents)  # (B, H, T, d_c): weighted latents
+            y = mixed @ self.W_uv.weight.view(H, d, self.d_latent).transpose(1, 2)  # (B, H, T, d)
+        return self.W_o(y.transpose(1, 2).reshape(B, T, C)), {"c_kv": c_kv}
+
+
+def build_variant(name: str, d_model: int, n_heads: int, n_groups: int, d_latent: int) -> nn.Module:
+    """One of "MHA", "GQA", "MQA", "MLA" at the same d_model and head count."""
+    if name == "MHA":
+        return GroupedQueryAttention(d_model, n_heads, n_heads)
+    if name == "GQA":
+        return GroupedQueryAttention(d_model, n_heads, n_groups)
+    if name == "MQA":
+        return GroupedQueryAttention(d_model, n_heads, 1)
+    if name == "MLA":
+        return LatentAttention(d_model, n_heads, d_latent, absorbed=True)
+    raise ValueError(f"unknown attention variant {name!r}")
+
+
+VARIANTS = ("MHA", "GQA", "MQA", "MLA")
+
+
+@torch.no_grad()
+def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 15) -> float:
+    """Median wall time of one new token's attention against a cache of `context` tokens."""
+    import statistics
+    import time
+
+    g = torch.Generator().manual_seed(0)
+    _, cache = module(torch.randn(1, context, d_model, generator=g))
+    x = torch.randn(1, 1, d_model, generator=g)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        module(x, cache)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

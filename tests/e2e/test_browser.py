@@ -1,0 +1,116 @@
+"""Every page through the sidebar with a control moved, shared links, lecture mode and bad input, in chromium.
+
+Starts the real app with `streamlit run` (see conftest.py). Full-page screenshots land in
+tests/e2e/screenshots/ (gitignored) for a person to look at.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.e2e.conftest import (HAVE_CHROMIUM, NO_CHROMIUM, assert_no_exception, open_url, screenshot, settle,
+                                wait_for_plots)
+from ui.catalog import PAGES
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
+
+FONT_SIZE = "parseFloat(getComputedStyle(document.documentElement).fontSize)"
+
+
+def query(tab) -> dict[str, list[str]]:
+    return parse_qs(urlparse(tab.url).query)
+
+
+def nav_link(tab, slug: str):
+    """The sidebar link to a page; Streamlit folds long navigations behind a 'View more' button."""
+    link = tab.locator(f"[data-testid='stSidebarNav'] a[data-testid='stSidebarNavLink'][href$='/{slug}']")
+    if link.count() == 0:
+        more = tab.locator("[data-testid='stSidebarNavViewButton']")
+        if more.count():
+            more.first.click()
+    return link
+
+
+def range_input(tab, name: str):
+    """The hidden range input of the slider bound to URL parameter `name`, else of the page's first slider."""
+    own = tab.locator(f".st-key-{name} [data-testid='stSlider'] input[type='range']")
+    if own.count():
+        return own.first, name
+    return tab.locator("[data-testid='stSlider'] input[type='range']").first, None
+
+
+@pytest.mark.parametrize("info", PAGES, ids=[p.slug for p in PAGES])
+def test_every_page_opens_from_the_sidebar_and_a_control_writes_the_url(page, info):
+    open_url(page, "/")
+    nav_link(page, info.slug).click()
+    page.wait_for_url(re.compile(rf"/{re.escape(info.slug)}(\?.*)?$"))
+    settle(page)
+    assert page.locator("h1").first.inner_text().strip() == info.title
+    wait_for_plots(page)  # at its defaults every page draws
+    assert_no_exception(page)
+    assert not query(page), f"a fresh page should start with a clean URL, got {page.url}"
+
+    # one keyboard step on a slider (the catalog's main control where it is one): clicking the thumb does nothing
+    slider, name = range_input(page, info.main_control)
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile(r"\?."), timeout=15_000)
+    settle(page)
+    params = query(page)
+    assert params, f"moving a slider left no trace in {page.url}"
+    if name is not None:
+        assert name in params, f"{name} moved but the URL is {page.url}"
+    assert page.locator("h1").first.inner_text().strip() == info.title
+    assert_no_exception(page)  # one step may reach a value the page refuses (a warning), never a crash
+    screenshot(page, info.slug)
+
+
+def test_a_shared_link_reopens_the_view(page):
+    open_url(page, "/kernel_regression?kernel=Boxcar&h=1.5")
+    kernel = page.locator(".st-key-kernel")
+    assert "Boxcar" in kernel.inner_text() or kernel.locator("input").first.input_value() == "Boxcar"
+    assert page.locator(".st-key-h [data-testid='stSliderThumbValue']").inner_text().strip() == "1.50"
+    assert {"kernel": ["Boxcar"], "h": ["1.5"]}.items() <= query(page).items(), page.url
+    wait_for_plots(page)
+    assert_no_exception(page)
+
+
+def test_a_bad_link_is_named_and_the_page_still_works(page):
+    open_url(page, "/kernel_regression?h=banana&zz=1")
+    assert_no_exception(page)
+    notice = page.locator("[data-testid='stAlert']").filter(has_text="h=banana")
+    assert notice.count() == 1 and notice.first.is_visible(), "no notice names the bad value h=banana"
+    wait_for_plots(page)
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    assert "zz" not in query(page), f"the unknown parameter stayed in {page.url}"
+    assert page.locator(".st-key-h [data-testid='stSliderThumbValue']").inner_text().strip() == "0.50"
+    screenshot(page, "bad_link")
+
+
+def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
+    open_url(page, "/scoring_functions")
+    before = page.evaluate(FONT_SIZE)
+    page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True).click()
+    page.wait_for_url(re.compile(r"lecture=true", re.IGNORECASE), timeout=15_000)
+    settle(page)
+    after = page.evaluate(FONT_SIZE)
+    assert re.search(r"[?&]lecture=true", page.url, re.IGNORECASE), page.url
+    assert after >= 20 > before, f"html font-size {before}px -> {after}px"
+    wait_for_plots(page)
+    assert_no_exception(page)
+    screenshot(page, "lecture")
+
+
+def test_typed_matrix_of_the_wrong_width_gets_a_message(page):
+    open_url(page, "/scoring_functions?inputs=Typed")
+    box = page.get_by_label("Q (one query per row)")
+    box.fill("1 2 3")
+    box.press("Control+Enter")
+    page.wait_for_url(re.compile(r"[?&]Q="), timeout=15_000)
+    settle(page)
+    assert_no_exception(page)
+    warning = page.locator("[data-testid='stAlert']").filter(has_text="same width")
+    assert warning.count() >= 1, [a.inner_text() for a in page.locator("[data-testid='stAlert']").all()]
+    screenshot(page, "bad_matrix")

@@ -1,0 +1,38 @@
+"""Cached loaders: one copy per process of each shipped model, shared by every session and never mutated."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.transformer.model import TransformerLM, load_checkpoint
+from engine.transformer.objectives import SequenceClassifier
+from engine.transformer.text import CharVocab
+from engine.transformer.train import CHECKPOINTS
+
+
+@st.cache_resource(show_spinner="Loading the character TransformerLM…")
+def char_model(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
+    """The shipped checkpoint char_<objective>.pt ("causal", "mlm" or "finetuned"), in eval mode."""
+    model, extra = load_checkpoint(CHECKPOINTS / f"char_{objective}.pt")
+    return model, CharVocab(extra.pop("vocab")), extra
+
+
+def prompt_ids(page, text: str, vocab: CharVocab, limit: int):
+    """Encode a typed prompt, saying on the page what was dropped or replaced."""
+    if not text:
+        raise ValueError("the prompt is empty: type a few words")
+    if len(text) > limit:
+        page.notice(f"The prompt has {len(text)} characters; only its last {limit} are used.")
+        text = text[-limit:]
+    unknown = vocab.unknown(text)
+    if unknown:
+        page.notice(f"Characters the model never saw are read as unknown: {' '.join(map(repr, unknown[:10]))}")
+    return vocab.encode(text), text
+
+
+@st.cache_resource(show_spinner="Loading the fine-tuned classifier…")
+def finetuned_classifier() -> tuple[SequenceClassifier, CharVocab, dict]:
+    """The LM fine-tuned with GPT's L3 on the shipped task, with its head W_y (003 eq. 68)."""
+    lm, vocab, extra = char_model("finetuned")
+    clf = SequenceClassifier(lm, n_classes=2)
+    clf.W_y.load_state_dict({"weight": extra["W_y"], "bias": extra["b_y"]})
+    return clf.eval(), vocab, extra

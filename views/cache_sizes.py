@@ -1,0 +1,66 @@
+import streamlit as st
+
+from engine.transformer import cache_sizes as cs
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("cache_sizes")
+st.markdown(
+    "How much memory the KV cache of a real model takes, from its published configuration: per token, and "
+    "for your context length, batch and number format. Set the sliders under “Your model” to add your own "
+    "configuration; it heads the table and the charts."
+)
+c1, c2, c3 = st.columns(3)
+with c1:
+    context = page.slider("Context length (tokens)", "ctx", 1, 131072, 4096)
+with c2:
+    batch = page.slider("Batch", "batch", 1, 64, 1)
+with c3:
+    dtype = page.select("Number format", "dtype", list(cs.DTYPE_BYTES), "bf16")
+
+st.markdown("**Your model**")
+r1, r2, r3, r4 = st.columns(4)
+with r1:
+    layers = page.slider("Layers", "L", 0, 128, 32)
+with r2:
+    heads = page.slider("Query heads", "H", 1, 128, 32)
+with r3:
+    kv_heads = page.slider("KV heads", "kv", 1, 128, 8)
+with r4:
+    head_dim = page.slider("Head dimension", "hd", 16, 256, 128, 16)
+
+rows = list(cs.MODELS)
+with page.guard():
+    rows.insert(0, cs.CacheConfig("Your model", layers, heads, kv_heads, head_dim))
+GiB = 1024**3
+left, right = st.columns([3, 2])
+with left:
+    st.dataframe({
+        "model": [m.name for m in rows],
+        "attention": [m.attention for m in rows],
+        "layers": [m.layers for m in rows],
+        "KV heads × dim (or d_c + d_h^R)": [f"{m.latent_dim} + {m.rope_dim}" if m.latent_dim else
+                                            f"{m.kv_heads} × {m.head_dim}" for m in rows],
+        f"KiB per token ({dtype})": [round(m.bytes_per_token(dtype) / 1024, 1) for m in rows],
+        "GiB in total": [round(m.total_bytes(context, batch, dtype) / GiB, 3) for m in rows],
+    }, hide_index=True)
+    figures.show(figures.bars([m.name for m in rows], {"KiB per token": [m.bytes_per_token(dtype) / 1024
+                                                                          for m in rows]},
+                              title=f"Cache per token, {dtype}", y_title="KiB"))
+    contexts = [2**i for i in range(8, 18)]
+    figures.show(figures.lines(contexts, {m.name: [m.total_bytes(c, batch, dtype) / GiB for c in contexts]
+                                          for m in rows}, log_x=True, log_y=True, markers=False,
+                               title=f"Total cache against context, batch {batch}", x_title="context (tokens)",
+                               y_title="GiB"))
+with right:
+    equations(
+        ("MHA, GQA, MQA", r"\text{bytes/token} = L \times 2 \times n_{kv} \times d_h \times b"),
+        ("MLA (000 §8.5.1, §8.7)", r"\text{bytes/token} = L \times (d_c + d_h^R) \times b"),
+        ("in total", r"\text{bytes} = \text{bytes/token} \times \text{context} \times \text{batch}"),
+    )
+    st.subheader("DeepSeek-V2's saving")
+    reductions = cs.deepseek_v2_reductions()
+    st.table({"against": list(reductions), "cache saved": [f"{r:.1%}" for r in reductions.values()]})
+    st.caption(f"The paper reports {cs.DEEPSEEK_V2_REPORTED_REDUCTION:.1%} against DeepSeek 67B, its dense "
+               "predecessor (95 layers, 8 KV heads of 128), with V2's cache stored at about 6 bits a number. "
+               "Against the same model with full multi-head attention and equal precision, MLA saves more.")

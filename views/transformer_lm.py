@@ -1,0 +1,64 @@
+import streamlit as st
+
+from engine.transformer.model import attention_maps, generate
+from ui import figures
+from ui.loaders import char_model, prompt_ids
+from ui.page import Page, equations
+
+page = Page("transformer_lm")
+model, vocab, extra = char_model("causal")
+cfg = model.config
+st.markdown(
+    f"The TransformerLM of 000 §8.3, trained by `python -m engine.transformer.train` on the Lee corpus of news "
+    f"stories that gensim installs: {cfg.n_layers} pre-LayerNorm blocks of {cfg.n_heads} heads, d_model = "
+    f"{cfg.d_model}, a context of {cfg.max_seq_len} characters, one token per character."
+)
+c1, c2, c3, c4, c5 = st.columns([3, 1, 1, 1, 1])
+with c1:
+    prompt = page.text("Prompt", "prompt", "The fire ", 2000)
+with c2:
+    temperature = page.slider("Temperature", "temp", 0.0, 2.0, 0.8, 0.05, help="0 is greedy")
+with c3:
+    top_k = page.slider("Top-k (0 = off)", "topk", 0, len(vocab), 0)
+with c4:
+    n_new = page.slider("New characters", "new", 0, 200, 120)
+with c5:
+    seed = page.slider("Seed", "seed", 0, 99, 0)
+
+with page.guard():
+    ids, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)
+    out = generate(model, ids[None], n_new, temperature, top_k or None, use_cache=True, seed=seed)
+    st.markdown("**Generated**")
+    st.code(prompt + "⟶" + vocab.decode(out[0, len(ids):].tolist()), language=None, wrap_lines=True)
+
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader("Attention for the prompt")
+        a1, a2 = st.columns(2)
+        with a1:
+            layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers)
+        with a2:
+            head = page.slider("Head", "head", 1, cfg.n_heads, 1)
+        shown = ids[-40:]  # a 40 x 40 map stays readable
+        attention = attention_maps(model, shown)[layer - 1][head - 1]  # (T, T)
+        labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
+        figures.show(figures.heatmap(attention.numpy(), labels, labels, annotate=False, zmax=None,
+                                     title=f"Layer {layer}, head {head}" + (" (last 40 characters)" if len(ids) > 40
+                                                                              else ""),
+                                     x_title="key character", y_title="query character", height=520))
+    with right:
+        equations(
+            ("000 §8.3.3, pre-LayerNorm block", r"x \leftarrow x + \mathrm{Attn}(\mathrm{LN}_1(x)),\quad "
+                                                r"x \leftarrow x + \mathrm{MLP}(\mathrm{LN}_2(x))"),
+            ("000 eq. 79-80, causal", r"A = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big),\ "
+                                      r"M_{ij} = -\infty \text{ for } j > i"),
+            ("sampling", r"p_i \propto \exp(z_i / T)\ \text{over the top-}k\ \text{logits}"),
+        )
+        metrics = extra["metrics"]
+        st.metric("Held-out loss (last 10% of the corpus)", f"{metrics['held_out_loss']:.3f} nats/char")
+        curve = extra["loss_curve"]
+        step = max(1, len(curve) // 150)
+        smoothed = [sum(curve[i:i + step]) / len(curve[i:i + step]) for i in range(0, len(curve), step)]
+        figures.show(figures.lines(list(range(1, len(curve) + 1, step)), {"training loss": smoothed},
+                                   title=f"Training: {metrics['steps']} steps in {metrics['train_seconds']:.0f} s",
+                                   x_title="step", y_title="nats per character", markers=False, height=300))

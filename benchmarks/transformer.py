@@ -25,7 +25,7 @@ from engine.transformer.train import CHECKPOINTS  # noqa: E402
 from engine.transformer.variants import VARIANTS, build_variant, decode_step_seconds  # noqa: E402
 
 CONTEXTS = (64, 256, 512)
-NEW_TOKENS = 16  # generated at the end of each context; the median step is reported
+NEW_TOKENS = 32  # generated at the end of each context; the median step is reported
 VARIANT_SHAPE = {"d_model": 1024, "n_heads": 16, "n_groups": 4, "d_latent": 256}
 
 
@@ -47,6 +47,7 @@ def step_seconds(model, context: int, use_cache: bool) -> float:
 def main() -> None:
     torch.manual_seed(0)
     model, _ = load_checkpoint(CHECKPOINTS / "char_causal.pt")
+    step_seconds(model, CONTEXTS[0], True)  # warm-up: first calls pay for allocation
     cache_rows = []
     print(f"{'context':>8} {'uncached tok/s':>15} {'cached tok/s':>13} {'ratio':>7}")
     for context in CONTEXTS:
@@ -58,9 +59,9 @@ def main() -> None:
     print(f"\nvariants at d_model {VARIANT_SHAPE['d_model']}, {VARIANT_SHAPE['n_heads']} heads, "
           f"{VARIANT_SHAPE['n_groups']} GQA groups, MLA latent {VARIANT_SHAPE['d_latent']}, cache of 2048 tokens")
     modules = {name: build_variant(name, **VARIANT_SHAPE).eval() for name in VARIANTS}
-    mha_time = decode_step_seconds(modules["MHA"], VARIANT_SHAPE["d_model"], 2048)
+    mha_time = decode_step_seconds(modules["MHA"], VARIANT_SHAPE["d_model"], 2048, repeats=50)
     for name, module in modules.items():
-        seconds = mha_time if name == "MHA" else decode_step_seconds(module, VARIANT_SHAPE["d_model"], 2048)
+        seconds = mha_time if name == "MHA" else decode_step_seconds(module, VARIANT_SHAPE["d_model"], 2048, repeats=50)
         row = {"variant": name, "step_ms": round(seconds * 1e3, 3), "step_vs_mha": round(seconds / mha_time, 3),
                "cache_per_token": module.cache_per_token(),
                "cache_vs_mha": round(module.cache_per_token() / modules["MHA"].cache_per_token(), 4)}

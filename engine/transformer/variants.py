@@ -118,7 +118,7 @@ VARIANTS = ("MHA", "GQA", "MQA", "MLA")
 
 
 @torch.no_grad()
-def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 15) -> float:
+def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 10) -> float:
     """Median wall time of one new token's attention against a cache of `context` tokens."""
     import statistics
     import time

@@ -32,7 +32,8 @@ def test_prompt_problems_are_explained():
 
 
 def test_kv_cache_page_reproduces_002_and_matches_tokens():
-    at = open_page("kv_cache", new="48")
+    at = open_page("kv_cache", new="48", prompt="The fire ")
+    assert len(at.code[0].value.split("⟶")[1]) == 48
     assert_clean(at)
     table = at.table[0].value
     assert list(table["k_t = x_t W^K"]) == ["[1, 4]", "[3, 10]", "[5, 16]"]

@@ -82,12 +82,15 @@ class Page:
 
 
 def equations(*items: tuple[str, str]) -> None:
-    """The equations panel: (citation, LaTeX) pairs, each labelled with where the notes write it."""
+    """The equations panel: (citation, LaTeX) pairs, each labelled with where the notes write it.
+
+    Set a size smaller than the page's so most equations fit the side column; lecture mode enlarges the page.
+    """
     with st.container(border=True):
         st.markdown("**Equations**")
         for citation, latex in items:
             st.caption(citation)
-            st.latex(latex)
+            st.latex(r"\small " + latex)
 
 
 def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:

@@ -12,7 +12,7 @@ st.markdown(
 )
 c1, c2, c3 = st.columns(3)
 with c1:
-    context = page.slider("Context length (tokens)", "ctx", 1, 131072, 4096)
+    context = int(page.select("Context length (tokens)", "ctx", [str(2**i) for i in range(8, 18)], "4096"))
 with c2:
     batch = page.slider("Batch", "batch", 1, 64, 1)
 with c3:

@@ -44,9 +44,12 @@ class Page:
     def notice(self, message: str) -> None:
         self._notices.info(message, icon=":material/info:")
 
-    def _bound(self, widget: Callable[..., Any], name: str, expected: str, *args: Any, **kwargs: Any) -> Any:
+    def _bound(self, widget: Callable[..., Any], name: str, expected: str, *args: Any, where: Any = None,
+               **kwargs: Any) -> Any:
+        """Draw `widget` (in the container `where`, if given) bound to URL parameter `name`."""
         raw = st.query_params.get(name)
-        value = widget(*args, key=name, bind="query-params", **kwargs)
+        with where if where is not None else contextlib.nullcontext():
+            value = widget(*args, key=name, bind="query-params", **kwargs)
         st.session_state[BOUND_PARAMS].add(name)
         if raw is not None and name not in st.query_params and not _denotes(raw, value):
             self.notice(f"URL parameter `{name}={raw[:40]}` is not {expected}; using {value}.")

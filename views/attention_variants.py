@@ -12,15 +12,12 @@ st.markdown(
     "c^KV per token and rebuilds nothing, because W_uk folds into the query and W_uv into the output."
 )
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    d_model = page.slider("d_model", "C", 64, 512, 256, 64)
-with c2:
-    n_heads = page.slider("Query heads h", "h", 1, 16, 8)
+d_model = page.slider("d_model", "C", 64, 512, 256, 64, where=c1)
+n_heads = page.slider("Query heads h", "h", 1, 16, 8, where=c2)
 with c3:
     divisors = [str(g) for g in range(1, n_heads + 1) if n_heads % g == 0]  # g must divide h (001 appendix)
     n_groups = int(page.select("GQA groups g", "g", divisors, "2" if "2" in divisors else divisors[0]))
-with c4:
-    d_latent = page.slider("MLA latent d_c", "dc", 8, 512, 64, 8)
+d_latent = page.slider("MLA latent d_c", "dc", 8, 512, 64, 8, where=c4)
 
 with page.guard():
     modules = {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}

@@ -11,23 +11,16 @@ st.markdown(
     "configuration; it heads the table and the charts."
 )
 c1, c2, c3 = st.columns(3)
-with c1:
-    context = int(page.select("Context length (tokens)", "ctx", [str(2**i) for i in range(8, 18)], "4096"))
-with c2:
-    batch = page.slider("Batch", "batch", 1, 64, 1)
-with c3:
-    dtype = page.select("Number format", "dtype", list(cs.DTYPE_BYTES), "bf16")
+context = int(page.select("Context length (tokens)", "ctx", [str(2**i) for i in range(8, 18)], "4096", where=c1))
+batch = page.slider("Batch", "batch", 1, 64, 1, where=c2)
+dtype = page.select("Number format", "dtype", list(cs.DTYPE_BYTES), "bf16", where=c3)
 
 st.markdown("**Your model**")
 r1, r2, r3, r4 = st.columns(4)
-with r1:
-    layers = page.slider("Layers", "L", 0, 128, 32)
-with r2:
-    heads = page.slider("Query heads", "H", 1, 128, 32)
-with r3:
-    kv_heads = page.slider("KV heads", "kv", 1, 128, 8)
-with r4:
-    head_dim = page.slider("Head dimension", "hd", 16, 256, 128, 16)
+layers = page.slider("Layers", "L", 0, 128, 32, where=r1)
+heads = page.slider("Query heads", "H", 1, 128, 32, where=r2)
+kv_heads = page.slider("KV heads", "kv", 1, 128, 8, where=r3)
+head_dim = page.slider("Head dimension", "hd", 16, 256, 128, 16, where=r4)
 
 rows = list(cs.MODELS)
 with page.guard():

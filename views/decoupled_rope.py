@@ -14,19 +14,13 @@ st.markdown(
 )
 SOURCE_LABELS = {"c^KV (000)": "latent", "h (DeepSeek-V2)": "hidden"}
 c1, c2, c3, c4, c5, c6 = st.columns(6)
-with c1:
-    n_heads = page.slider("Heads", "H", 1, 8, 4)
-with c2:
-    d_h = page.slider("d_h (content)", "dh", 1, 32, 16)
-with c3:
-    d_h_rope = page.slider("d_h^R (RoPE)", "dhr", 2, 16, 8, 2)
-with c4:
-    d_c = page.slider("d_c (latent)", "dc", 1, 64, 16)
-with c5:
-    T = page.slider("Tokens", "T", 1, 16, 6)
-with c6:
-    source = page.select("k^R computed from", "kr", list(SOURCE_LABELS),
-                         help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t")
+n_heads = page.slider("Heads", "H", 1, 8, 4, where=c1)
+d_h = page.slider("d_h (content)", "dh", 1, 32, 16, where=c2)
+d_h_rope = page.slider("d_h^R (RoPE)", "dhr", 2, 16, 8, 2, where=c3)
+d_c = page.slider("d_c (latent)", "dc", 1, 64, 16, where=c4)
+T = page.slider("Tokens", "T", 1, 16, 6, where=c5)
+source = page.select("k^R computed from", "kr", list(SOURCE_LABELS),
+                     help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t", where=c6)
 
 with page.guard():
     cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, rope_key_from=SOURCE_LABELS[source])
@@ -56,7 +50,8 @@ with page.guard():
             ("000 eq. 117", r"k_j = \big[\,W_{\uparrow K}\, c_j^{KV} \;;\; \mathrm{RoPE}(W_K^R\, c_j^{KV})\,\big]"),
             ("000 eq. 115", r"o_t = \sum_{j \le t} \mathrm{softmax}\Big(\frac{q_t^\top k_j}{\sqrt{d_h + d_h^R}}\Big)"
                             r"\, v_j^C"),
-            ("the score splits", r"q_t^\top k_j = \underbrace{(W_{\uparrow K}^\top q_t^C)^\top c_j^{KV}}_{\text{absorbed}}"
+            ("the score splits",
+             r"q_t^\top k_j = \underbrace{(W_{\uparrow K}^\top q_t^C)^\top c_j^{KV}}_{\text{absorbed}}"
                                  r" + \underbrace{q_t^{R\top} k_j^R}_{\text{cached } k^R}"),
             ("000 after eq. 121: the cache", r"c_t^{KV} = W_{\downarrow KV}\, h_t,\quad k_t^R = \mathrm{RoPE}(\cdot)"),
         )

@@ -14,16 +14,11 @@ st.markdown(
 )
 KERNEL_LABELS = {"Gaussian": "gaussian", "Boxcar": "boxcar", "Epanechnikov": "epanechnikov"}
 c1, c2, c3, c4, c5 = st.columns(5)
-with c1:
-    kernel_label = page.select("Kernel", "kernel", list(KERNEL_LABELS))
-with c2:
-    bandwidth = page.slider("Bandwidth h", "h", 0.05, 3.0, 0.5, 0.05)
-with c3:
-    n_train = page.slider("Training points", "n", 5, 200, 50)
-with c4:
-    noise = page.slider("Noise σ", "noise", 0.0, 2.0, 0.5, 0.1)
-with c5:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+kernel_label = page.select("Kernel", "kernel", list(KERNEL_LABELS), where=c1)
+bandwidth = page.slider("Bandwidth h", "h", 0.05, 3.0, 0.5, 0.05, where=c2)
+n_train = page.slider("Training points", "n", 5, 200, 50, where=c3)
+noise = page.slider("Noise σ", "noise", 0.0, 2.0, 0.5, 0.1, where=c4)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 kernel = KERNEL_LABELS[kernel_label]
 
 

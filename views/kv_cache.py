@@ -47,10 +47,8 @@ DEFAULT_PROMPT = ("Hundreds of people have been forced to vacate their homes in 
                   "Wales as strong winds today pushed a huge bushfire towards the town of Hill Top. A new blaze near "
                   "Goulburn, south-west of Sydney, has forced the closure of the Hume Highway. ")
 c1, c2 = st.columns([3, 1])
-with c1:
-    prompt = page.text("Prompt", "prompt", DEFAULT_PROMPT, 2000)
-with c2:
-    n_new = page.slider("Characters shown", "new", 8, GENERATED, GENERATED // 2, 8)
+prompt = page.text("Prompt", "prompt", DEFAULT_PROMPT, 2000, where=c1)
+n_new = page.slider("Characters shown", "new", 8, GENERATED, GENERATED // 2, 8, where=c2)
 
 
 @st.cache_data(max_entries=16, show_spinner=f"Generating {GENERATED} characters twice, with and without the cache…")

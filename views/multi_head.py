@@ -11,18 +11,12 @@ st.markdown(
     "`CausalSelfAttention.forward` runs it. Each row of the table is one line of that code and the tensor it makes."
 )
 c1, c2, c3, c4, c5, c6 = st.columns(6)
-with c1:
-    B = page.slider("Batch B", "B", 1, 4, 1)
-with c2:
-    T = page.slider("Tokens T", "T", 1, 12, 6)
-with c3:
-    C = page.slider("d_model C", "C", 2, 64, 16)
-with c4:
-    H = page.slider("Heads H", "H", 1, 16, 4)
-with c5:
-    causal = page.toggle("Causal mask", "causal", True)
-with c6:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+B = page.slider("Batch B", "B", 1, 4, 1, where=c1)
+T = page.slider("Tokens T", "T", 1, 12, 6, where=c2)
+C = page.slider("d_model C", "C", 2, 64, 16, where=c3)
+H = page.slider("Heads H", "H", 1, 16, 4, where=c4)
+causal = page.toggle("Causal mask", "causal", True, where=c5)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c6)
 
 with page.guard():
     x = torch.randn(B, T, C, generator=torch.Generator().manual_seed(seed))  # (B, T, C)

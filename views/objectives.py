@@ -16,12 +16,9 @@ st.markdown(
     "here has its own trained model from the same script."
 )
 c1, c2, c3 = st.columns([3, 1, 1])
-with c1:
-    sentence = page.text("Sentence", "text", "Firefighters fought the blaze near the town.", 120)
-with c2:
-    rate = page.slider("Masked fraction", "rate", 0.05, 0.5, 0.15, 0.05)
-with c3:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+sentence = page.text("Sentence", "text", "Firefighters fought the blaze near the town.", 120, where=c1)
+rate = page.slider("Masked fraction", "rate", 0.05, 0.5, 0.15, 0.05, where=c2)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c3)
 
 causal_lm, vocab, _ = char_model("causal")
 mlm, _, _ = char_model("mlm")
@@ -64,10 +61,8 @@ st.markdown(
     f"(400 snippets, λ = {fine['metrics']['lambda']})."
 )
 f1, f2 = st.columns(2)
-with f1:
-    lam = page.slider("λ", "lam", 0.0, 2.0, 0.5, 0.1)
-with f2:
-    version = page.select("Text", "version", ["As written", "Words shuffled"])
+lam = page.slider("λ", "lam", 0.0, 2.0, 0.5, 0.1, where=f1)
+version = page.select("Text", "version", ["As written", "Words shuffled"], where=f2)
 with page.guard():
     text = sentence if version == "As written" else shuffle_words(sentence, random.Random(seed))
     ids, _ = prompt_ids(page, text, vocab, causal_lm.config.max_seq_len - 1)

@@ -16,18 +16,13 @@ st.markdown(
     "columns shuffled the same way."
 )
 c1, c2, c3 = st.columns([3, 2, 1])
-with c1:
-    sentence = page.text("Sentence", "text", "I feel good", 200)
-with c2:
-    how = page.select("New order", "order", ["Reversed", "Shuffled", "Typed"])
-with c3:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+sentence = page.text("Sentence", "text", "I feel good", 200, where=c1)
+how = page.select("New order", "order", ["Reversed", "Shuffled", "Typed"], where=c2)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c3)
 c4, c5 = st.columns([3, 3])
-with c4:
-    d_model = page.slider("d_model", "C", 2, 64, 8, 2)
-with c5:
-    encoding = page.select("Positions", "pos", list(ENCODING_LABELS), help="Positions belong to the slots: "
-                           "after shuffling, slot t still gets position t")
+d_model = page.slider("d_model", "C", 2, 64, 8, 2, where=c4)
+encoding = page.select("Positions", "pos", list(ENCODING_LABELS), help="Positions belong to the slots: "
+                       "after shuffling, slot t still gets position t", where=c5)
 
 with page.guard():
     tokens = parse_tokens(sentence)

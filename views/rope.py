@@ -17,32 +17,31 @@ st.markdown(
 )
 PAIRING_LABELS = {"Interleaved (2i, 2i+1)": "interleaved", "Half-split (i, i+d/2)": "half"}
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2)
-with c2:
-    pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS),
-                                help="Interleaved: 000's code and 002. Half-split: Llama's rotate_half.")
-with c3:
-    base = page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000")
-with c4:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2, where=c1)
+pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS),
+                            help="Interleaved: 000's code and 002. Half-split: Llama's rotate_half.", where=c2)
+base = page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000", where=c3)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 pairing = PAIRING_LABELS[pairing_label]
 
 with page.guard():
     rope.rope_frequencies(head_dim, base)  # validates d and base before anything is drawn
     g = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(head_dim, generator=g, dtype=torch.float64), torch.randn(head_dim, generator=g, dtype=torch.float64)
+    q = torch.randn(head_dim, generator=g, dtype=torch.float64)
+    k = torch.randn(head_dim, generator=g, dtype=torch.float64)
     left, right = st.columns([3, 2])
     with right:
         equations(
             ("000 eq. 100", r"\mathrm{freqs}_i = \theta^{-2i/d},\quad i = 0, \dots, d/2 - 1"),
-            ("000 eq. 108-109, 002 §2.3.3", r"\begin{pmatrix} x'_{a} \\ x'_{b} \end{pmatrix} = \begin{pmatrix} \cos m\,"
+            ("000 eq. 108-109, 002 §2.3.3",
+             r"\begin{pmatrix} x'_{a} \\ x'_{b} \end{pmatrix} = \begin{pmatrix} \cos m\,"
              r"\mathrm{freqs}_i & -\sin m\,\mathrm{freqs}_i \\ \sin m\,\mathrm{freqs}_i & \cos m\,\mathrm{freqs}_i "
              r"\end{pmatrix} \begin{pmatrix} x_{a} \\ x_{b} \end{pmatrix}"),
             ("001 appendix, 002 §2.3.3", r"(R_m q)^\top (R_n k) = q^\top R_m^\top R_n\, k = q^\top M(m, n)\, k,\quad "
              r"M(m, n) = R_{n-m}"),
         )
-        st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, 10000^{−2i/d}.")
+        st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, "
+                   "10000^{−2i/d}.")
     with left:
         rotation, relative, matrix, decay, attention, precision = st.tabs(
             ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision"])
@@ -60,7 +59,8 @@ with page.guard():
                 title="Where pairs of q travel for positions 0..m", x_title="first coordinate",
                 y_title="second coordinate", height=460, equal_axes=True))
             st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
-                       f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps the norm.")
+                       f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: "
+                       "rotation keeps the norm.")
 
         with relative:
             offset = page.slider("Offset m − n", "offset", 0, 64, 3)
@@ -92,8 +92,10 @@ with page.guard():
 
         with decay:
             distances = list(range(0, 2049, 8))
-            curves = {f"base {b:g}": rope.decay_bound(head_dim, b, 2048)[::8].tolist() for b in sorted({*rope.BASES, base})}
-            figures.show(figures.lines(distances, curves, title="Upper bound on |q · k| against distance (RoFormer §3.4.3)",
+            curves = {f"base {b:g}": rope.decay_bound(head_dim, b, 2048)[::8].tolist()
+                      for b in sorted({*rope.BASES, base})}
+            figures.show(figures.lines(distances, curves,
+                                       title="Upper bound on |q · k| against distance (RoFormer §3.4.3)",
                                        x_title="relative distance m − n", y_title="bound / max|h_i − h_(i+1)|",
                                        markers=False, log_x=False))
             st.caption("A larger base turns every pair more slowly, so the bound decays later: 100000 keeps "

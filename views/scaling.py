@@ -14,14 +14,10 @@ st.markdown(
     "its gradient (000 eq. 56) vanishes. Dividing by √d_k keeps the spread at 1 for every d_k."
 )
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    n_keys = page.slider("Keys per softmax m", "m", 2, 32, 16)
-with c2:
-    n_draws = page.slider("Random draws", "draws", 100, 1000, 500, 100)
-with c3:
-    max_log2 = page.slider("Largest d_k = 2^", "maxlog2", 4, 10, 10)
-with c4:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+n_keys = page.slider("Keys per softmax m", "m", 2, 32, 16, where=c1)
+n_draws = page.slider("Random draws", "draws", 100, 1000, 500, 100, where=c2)
+max_log2 = page.slider("Largest d_k = 2^", "maxlog2", 4, 10, 10, where=c3)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 
 
 @st.cache_data(max_entries=32, show_spinner="Drawing random queries and keys…")
@@ -35,7 +31,8 @@ left, right = st.columns([3, 2])
 with left:
     g1, g2 = st.columns(2)
     with g1:
-        figures.show(figures.lines(dims, {"raw q·k": result.logit_std["raw"], "scaled q·k/√d_k": result.logit_std["scaled"],
+        figures.show(figures.lines(dims, {"raw q·k": result.logit_std["raw"],
+                                          "scaled q·k/√d_k": result.logit_std["scaled"],
                                           "√d_k": [math.sqrt(d) for d in dims]},
                                    title="Spread of the logits", x_title="d_k", y_title="standard deviation",
                                    log_x=True, log_y=True, dashed=["√d_k"]))

@@ -15,30 +15,21 @@ SCORING_LABELS = {"Dot": "dot", "Scaled dot": "scaled_dot", "General (bilinear)"
 MAX_KEYS = 10
 
 c1, c2, c3 = st.columns([2, 2, 1])
-with c1:
-    source = page.select("Inputs", "inputs", ["Worked example (002 §2.1)", "Random", "Typed"])
-with c2:
-    kind_label = page.select("Scoring function", "score", list(SCORING_LABELS))
-with c3:
-    padding = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
-                          help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)")
+source = page.select("Inputs", "inputs", ["Worked example (002 §2.1)", "Random", "Typed"], where=c1)
+kind_label = page.select("Scoring function", "score", list(SCORING_LABELS), where=c2)
+padding = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
+                      help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)", where=c3)
 kind = SCORING_LABELS[kind_label]
 
 
 def random_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r1, r2, r3, r4, r5, r6 = st.columns(6)
-    with r1:
-        n = page.slider("Queries n", "n", 1, 8, 3)
-    with r2:
-        m = page.slider("Keys m", "m", 1, MAX_KEYS, 5)
-    with r3:
-        d_q = page.slider("d_q", "dq", 1, 16, 4)
-    with r4:
-        d_k = page.slider("d_k", "dk", 1, 16, 4)
-    with r5:
-        d_v = page.slider("d_v", "dv", 1, 8, 2)
-    with r6:
-        seed = page.slider("Seed", "seed", 0, 99, 0)
+    n = page.slider("Queries n", "n", 1, 8, 3, where=r1)
+    m = page.slider("Keys m", "m", 1, MAX_KEYS, 5, where=r2)
+    d_q = page.slider("d_q", "dq", 1, 16, 4, where=r3)
+    d_k = page.slider("d_k", "dk", 1, 16, 4, where=r4)
+    d_v = page.slider("d_v", "dv", 1, 8, 2, where=r5)
+    seed = page.slider("Seed", "seed", 0, 99, 0, where=r6)
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(n, d_q, generator=g).numpy(), torch.randn(m, d_k, generator=g).numpy(),
             torch.randn(m, d_v, generator=g).numpy())
@@ -70,10 +61,8 @@ with page.guard():
         raise ValueError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
     with st.expander("Parameters of general and additive scoring"):
         p1, p2 = st.columns(2)
-        with p1:
-            hidden = page.slider("Hidden size h of additive scoring", "hidden", 1, 16, 4)
-        with p2:
-            param_seed = page.slider("Parameter seed", "pseed", 0, 99, 0)
+        hidden = page.slider("Hidden size h of additive scoring", "hidden", 1, 16, 4, where=p1)
+        param_seed = page.slider("Parameter seed", "pseed", 0, 99, 0, where=p2)
     params = scoring.init_scoring_params(Q.shape[1], K.shape[1], hidden, param_seed)
     valid_lens = torch.full((Q.shape[0],), m - padding)
     result = scoring.attention(torch.tensor(Q).float(), torch.tensor(K).float(), torch.tensor(V).float(),

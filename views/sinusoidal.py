@@ -12,14 +12,10 @@ st.markdown(
     "far apart they are, and moving k steps is the same rotation for every position."
 )
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    d_model = page.slider("d_model", "d", 2, 256, 64, 2)
-with c2:
-    n_positions = page.slider("Positions", "n", 1, 512, 100)
-with c3:
-    base = page.number("Base", "base", 10000.0, step=1000.0, help="001 and 002 use 10000")
-with c4:
-    offset = page.slider("Offset k", "k", 0, 64, 5)
+d_model = page.slider("d_model", "d", 2, 256, 64, 2, where=c1)
+n_positions = page.slider("Positions", "n", 1, 512, 100, where=c2)
+base = page.number("Base", "base", 10000.0, step=1000.0, help="001 and 002 use 10000", where=c3)
+offset = page.slider("Offset k", "k", 0, 64, 5, where=c4)
 
 with page.guard():
     pe = sinusoidal_encoding(n_positions, d_model, base)  # (n, d)

@@ -14,16 +14,11 @@ st.markdown(
     f"{cfg.d_model}, a context of {cfg.max_seq_len} characters, one token per character."
 )
 c1, c2, c3, c4, c5 = st.columns([3, 1, 1, 1, 1])
-with c1:
-    prompt = page.text("Prompt", "prompt", "The fire ", 2000)
-with c2:
-    temperature = page.slider("Temperature", "temp", 0.0, 2.0, 0.8, 0.05, help="0 is greedy")
-with c3:
-    top_k = page.slider("Top-k (0 = off)", "topk", 0, len(vocab), 0)
-with c4:
-    n_new = page.slider("New characters", "new", 0, 200, 120)
-with c5:
-    seed = page.slider("Seed", "seed", 0, 99, 0)
+prompt = page.text("Prompt", "prompt", "The fire ", 2000, where=c1)
+temperature = page.slider("Temperature", "temp", 0.0, 2.0, 0.8, 0.05, help="0 is greedy", where=c2)
+top_k = page.slider("Top-k (0 = off)", "topk", 0, len(vocab), 0, where=c3)
+n_new = page.slider("New characters", "new", 0, 200, 120, where=c4)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 
 with page.guard():
     ids, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)
@@ -35,10 +30,8 @@ with page.guard():
     with left:
         st.subheader("Attention for the prompt")
         a1, a2 = st.columns(2)
-        with a1:
-            layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers)
-        with a2:
-            head = page.slider("Head", "head", 1, cfg.n_heads, 1)
+        layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
+        head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
         shown = ids[-40:]  # a 40 x 40 map stays readable
         attention = attention_maps(model, shown)[layer - 1][head - 1]  # (T, T)
         labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]

@@ -23,7 +23,8 @@ def token_embeddings(tokens: list[str], d_model: int, seed: int) -> torch.Tensor
 
     crc32 rather than hash() so the vectors are the same in every process.
     """
-    rows = [torch.randn(d_model, generator=torch.Generator().manual_seed(zlib.crc32(t.encode()) ^ seed)) for t in tokens]
+    rows = [torch.randn(d_model, generator=torch.Generator().manual_seed(zlib.crc32(t.encode()) ^ seed))
+            for t in tokens]
     return torch.stack(rows) if rows else torch.empty(0, d_model)
 
 

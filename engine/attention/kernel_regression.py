@@ -81,6 +81,7 @@ def bandwidth_sweep(data: RegressionData, bandwidths: torch.Tensor) -> dict[str,
         for h in bandwidths.tolist():
             fit = nadaraya_watson(data.x_query, data.x_train, data.y_train, name, h)
             covered = ~torch.isnan(fit.predictions)
-            row.append(float(((fit.predictions[covered] - data.y_true[covered]) ** 2).mean()) if covered.any() else float("nan"))
+            squared = (fit.predictions[covered] - data.y_true[covered]) ** 2
+            row.append(float(squared.mean()) if covered.any() else float("nan"))
         errors[name] = torch.tensor(row)
     return errors

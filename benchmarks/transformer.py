@@ -11,7 +11,6 @@ import json
 import platform
 import statistics
 import sys
-import time
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from engine.transformer.kv_cache import timed_generation  # noqa: E402
 from engine.transformer.model import load_checkpoint  # noqa: E402
 from engine.transformer.train import CHECKPOINTS  # noqa: E402
 from engine.transformer.variants import VARIANTS, build_variant, decode_step_seconds  # noqa: E402
@@ -29,19 +29,10 @@ NEW_TOKENS = 32  # generated at the end of each context; the median step is repo
 VARIANT_SHAPE = {"d_model": 1024, "n_heads": 16, "n_groups": 4, "d_latent": 256}
 
 
-@torch.no_grad()
 def step_seconds(model, context: int, use_cache: bool) -> float:
     """Median time of one generation step once the context holds about `context` tokens."""
-    idx = torch.randint(model.config.vocab_size, (1, context - NEW_TOKENS), generator=torch.Generator().manual_seed(0))
-    out = model(idx)
-    times = []
-    for _ in range(NEW_TOKENS):
-        next_id = out.logits[:, -1].argmax(-1, keepdim=True)
-        idx = torch.cat([idx, next_id], dim=1)
-        start = time.perf_counter()
-        out = model(next_id, cache=out.cache) if use_cache else model(idx)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    prompt = torch.randint(model.config.vocab_size, (context - NEW_TOKENS,), generator=torch.Generator().manual_seed(0))
+    return statistics.median(timed_generation(model, prompt, NEW_TOKENS, use_cache, repeats=1).seconds_per_token)
 
 
 def main() -> None:

@@ -84,6 +84,12 @@ def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None = None)
     return torch.softmax(scores.masked_fill(~keep, MASK_FILL), dim=-1)
 
 
+def causal_mask(n_queries: int, n_keys: int, device: torch.device | None = None) -> torch.Tensor:
+    """(n_queries, n_keys), True where a query may look: the queries are the last n_queries of n_keys
+    positions and each sees keys up to its own (000 eq. 70; shifted when earlier keys come from a cache)."""
+    return torch.ones(n_queries, n_keys, dtype=torch.bool, device=device).tril(diagonal=n_keys - n_queries)
+
+
 @dataclass
 class AttentionResult:
     scores: torch.Tensor  # (n, m) before the softmax

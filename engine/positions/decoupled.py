@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.attention.scoring import causal_mask
 from engine.positions.rope import apply_rope
 
 ROPE_KEY_SOURCES = ("latent", "hidden")  # 000 eq. 117, DeepSeek-V2
@@ -86,8 +87,7 @@ def _cache(h: torch.Tensor, w: MLAWeights, cfg: MLAConfig) -> dict[str, torch.Te
 
 def _causal_softmax(scores: torch.Tensor) -> torch.Tensor:
     T = scores.shape[-1]
-    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return torch.softmax(scores.masked_fill(~causal_mask(T, T), float("-inf")), dim=-1)
 
 
 def mla_explicit(h: torch.Tensor, w: MLAWeights, cfg: MLAConfig) -> MLAOutput:
@@ -134,8 +134,7 @@ def rope_on_content_error(h: torch.Tensor, w: MLAWeights, cfg: MLAConfig) -> flo
     positions = torch.arange(T)
     rotated = apply_rope(q_c, positions, cfg.base) @ apply_rope(k_c, positions, cfg.base).transpose(-2, -1)
     absorbed = (q_c @ w.W_uk.view(H, cfg.d_h, cfg.d_c)) @ c_kv.T
-    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    return float((rotated - absorbed)[:, causal].abs().max())
+    return float((rotated - absorbed)[:, causal_mask(T, T)].abs().max())
 
 
 def cache_elements_per_token(cfg: MLAConfig) -> dict[str, int]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.attention.scoring import causal_mask
 from engine.transformer.model import TransformerLM, sample_next
 
 # 002 §2.5.1: three 2-dimensional tokens and their projection matrices
@@ -39,8 +40,8 @@ def cached_attention_steps(X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor
     each step also recomputes everything from scratch to show the cache changes nothing."""
     d_k = W_K.shape[1]
     Q_all, K_all, V_all = X @ W_Q, X @ W_K, X @ W_V
-    mask = torch.ones(len(X), len(X), dtype=torch.bool).tril()
-    full = torch.softmax((Q_all @ K_all.T / math.sqrt(d_k)).masked_fill(~mask, float("-inf")), dim=-1) @ V_all
+    scores = (Q_all @ K_all.T / math.sqrt(d_k)).masked_fill(~causal_mask(len(X), len(X)), float("-inf"))
+    full = torch.softmax(scores, dim=-1) @ V_all
     steps, K, V = [], X[:0] @ W_K, X[:0] @ W_V
     for t, x in enumerate(X, start=1):
         q, k, v = x @ W_Q, x @ W_K, x @ W_V  # only the new token is projected

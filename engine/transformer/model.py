@@ -13,6 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from engine.attention.scoring import causal_mask
+
 # One (K, V) pair per layer, each (B, H, t, d): what a decoder keeps so a new token needs only its own q, k, v.
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 
@@ -51,10 +53,7 @@ class CausalSelfAttention(nn.Module):
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, H, t + T, d)
         att = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, t + T)
         if self.causal:
-            past = k.shape[2] - T
-            # query i (absolute position past + i) sees keys 0..past + i: the triangle of 000 eq. 70, shifted
-            mask = torch.ones(T, k.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=past)
-            att = att.masked_fill(~mask, float("-inf"))
+            att = att.masked_fill(~causal_mask(T, k.shape[2], x.device), float("-inf"))
         att = F.softmax(att.float(), dim=-1)
         y = self.attn_dropout(att) @ v  # (B, H, T, d)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)

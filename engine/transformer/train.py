@@ -46,9 +46,10 @@ def round_to_half(model: torch.nn.Module) -> None:
 
 
 def lm_batch(objective: str, ids: torch.Tensor, vocab: CharVocab, g: torch.Generator):
+    """Inputs and targets from windows of length + 1: shifted by one for causal, the first length masked for MLM."""
     if objective == "causal":
         return causal_targets(ids)
-    return mlm_batch(ids, vocab.mask_id, 0.15, g)  # BERT's 15%
+    return mlm_batch(ids[:, :-1], vocab.mask_id, 0.15, g)  # BERT's 15%
 
 
 @torch.no_grad()
@@ -59,7 +60,7 @@ def held_out_loss(model: TransformerLM, ids: torch.Tensor, objective: str, vocab
     chunks = ids[: (len(ids) - 1) // length * length + 1]
     starts = range(0, len(chunks) - length - 1, length)
     batch = torch.stack([chunks[s:s + length + 1] for s in starts])
-    inputs, targets = lm_batch(objective, batch if objective == "causal" else batch[:, :-1], vocab, g)
+    inputs, targets = lm_batch(objective, batch, vocab, g)
     loss = model(inputs, targets).loss
     model.train()
     return float(loss)
@@ -81,7 +82,7 @@ def train_lm(objective: str, steps: int, seed: int, log_every: int = 25) -> tupl
         for group in opt.param_groups:
             group["lr"] = lr
         ids = windows(train_ids, length + 1, batch, g)
-        inputs, targets = lm_batch(objective, ids if objective == "causal" else ids[:, :-1], vocab, g)
+        inputs, targets = lm_batch(objective, ids, vocab, g)
         loss = model(inputs, targets).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

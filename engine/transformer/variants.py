@@ -12,12 +12,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from engine.attention.scoring import causal_mask
+
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """softmax(q k^T / sqrt(d)) v for new queries at the end of the keys: q (B, H, T, d), k v (B, H, t, d)."""
-    T, t = q.shape[2], k.shape[2]
     att = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, t)
-    mask = torch.ones(T, t, dtype=torch.bool, device=q.device).tril(diagonal=t - T)
+    mask = causal_mask(q.shape[2], k.shape[2], q.device)
     return F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1) @ v
 
 

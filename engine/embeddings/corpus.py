@@ -1,0 +1,104 @@
+"""Text to word ids: the corpora word2vec trains on, the vocabulary, subsampling and the noise distribution.
+
+Two real corpora come with gensim's test data (checked by sha256): the Lee background corpus
+(300 news stories, 60k words) and a Wikipedia sample (106 articles, 453k words, extracted from the
+dump by gensim's WikiCorpus). Users may also paste their own text.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+CORPORA = {
+    # name: (file in gensim's test data, sha256)
+    "lee": ("lee_background.cor", "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"),
+    "wikipedia": ("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+                  "a53f4648dec40467ebdcbc7a1307eddb51fe6e28e9309f6ebde81ba0d04bea2d"),
+}
+CHUNK = 1000  # words per training "sentence": gensim truncates longer ones, so both trainers see the same text
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # letters, with one inner apostrophe ("don't")
+
+
+def tokenize(text: str) -> list[list[str]]:
+    """Lower-cased words per line; digits and punctuation dropped, as in gensim's simple_preprocess."""
+    lines = (_WORD.findall(line.lower()) for line in text.splitlines())
+    return [words for words in lines if words]
+
+
+def chunked(sentences: list[list[str]], size: int = CHUNK) -> list[list[str]]:
+    return [s[i:i + size] for s in sentences for i in range(0, len(s), size)]
+
+
+def _checked_path(name: str) -> Path:
+    from gensim.test.utils import datapath  # late: the app only needs gensim when a corpus is read
+
+    file_name, expected = CORPORA[name]
+    path = Path(datapath(file_name))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != expected:
+        raise ValueError(f"{file_name} has sha256 {digest}, expected {expected}")
+    return path
+
+
+@lru_cache(maxsize=2)
+def load_corpus(name: str) -> tuple[tuple[str, ...], ...]:
+    """A shipped corpus as sentences of words (tuples, so the cached value cannot be mutated)."""
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
+    path = _checked_path(name)
+    if name == "lee":
+        sentences = tokenize(path.read_text(encoding="utf-8"))
+    else:
+        from gensim.corpora.wikicorpus import WikiCorpus
+
+        wiki = WikiCorpus(str(path), dictionary={}, processes=1)
+        sentences = [list(words) for words in wiki.get_texts()]
+    return tuple(tuple(s) for s in chunked(sentences))
+
+
+@dataclass
+class Vocab:
+    """Words kept by min_count, most frequent first, ties in gensim's order."""
+
+    words: list[str]
+    counts: np.ndarray  # (V,) int64
+
+    @classmethod
+    def build(cls, sentences, min_count: int = 5) -> Vocab:
+        counter = Counter(w for s in sentences for w in s)
+        kept = [w for w, c in counter.items() if c >= min_count]
+        counts = np.array([counter[w] for w in kept], dtype=np.int64)
+        order = np.lexsort((-np.arange(len(kept)), -counts))  # gensim's order: ties latest-seen first
+        return cls([kept[i] for i in order], counts[order])
+
+    def __post_init__(self):
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, sentences) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of in-vocabulary words, flat, with the sentence each came from: (N,), (N,)."""
+        ids = [[self.index[w] for w in s if w in self.index] for s in sentences]
+        flat = np.fromiter((i for s in ids for i in s), dtype=np.int64)
+        sentence = np.repeat(np.arange(len(ids)), [len(s) for s in ids])
+        return flat, sentence
+
+    def keep_probability(self, sample: float) -> np.ndarray:
+        """Frequent-word subsampling as gensim and word2vec.c do it: keep w with
+        (sqrt(f/t) + 1) t/f, t = sample · total count, capped at 1. (V,)"""
+        if sample <= 0:
+            return np.ones(len(self))
+        threshold = sample * self.counts.sum()
+        return np.minimum((np.sqrt(self.counts / threshold) + 1) * threshold / self.counts, 1.0)
+
+    def noise_distribution(self, power: float = 0.75) -> np.ndarray:
+        """P_n(w) ∝ count(w)^0.75 (000 eq. 16's w̄ ~ P(w), the power of word2vec). (V,)"""
+        weights = self.counts.astype(np.float64) ** power
+        return weights / weights.sum()

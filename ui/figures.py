@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.express as px
@@ -76,17 +77,23 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
 
 def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                       curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str = "",
-                      x_title: str = "", y_title: str = "", height: int = 380, equal_axes: bool = False) -> go.Figure:
+                      x_title: str = "", y_title: str = "", height: int = 380, equal_axes: bool = False,
+                      log_axes: bool = False, labels: Mapping[str, Sequence[str]] | None = None) -> go.Figure:
     """Scattered observations with fitted curves over them (NaN leaves a gap in a curve).
 
-    equal_axes keeps one unit the same length on both axes, so rotations draw circles."""
+    equal_axes keeps one unit the same length on both axes, so rotations draw circles; log_axes makes both
+    axes logarithmic, labelled at powers of ten; labels names the points of some series."""
     fig = go.Figure()
+    labels = labels or {}
     for name, (xs, ys) in points.items():
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="markers", marker=dict(size=7, opacity=0.6)))
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="markers+text" if name in labels else "markers",
+                                 text=labels.get(name), textposition="top center",
+                                 marker=dict(size=9 if name in labels else 7, opacity=0.6)))
     for name, (xs, ys) in curves.items():
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines", line=dict(width=3)))
-    fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None)
+    axis = dict(type="log", dtick=1) if log_axes else {}
+    fig.update_xaxes(title=x_title, **axis)
+    fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
     return _style(fig, title, height)
 
@@ -99,3 +106,64 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: st
     fig.update_xaxes(type="category")
     fig.update_yaxes(title=y_title)
     return _style(fig, title, height)
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One node of a drawn tree; the root has parent None. value sets the colour; faded ones are pale."""
+
+    id: str
+    parent: str | None
+    label: str
+    hover: str
+    value: float
+    faded: bool = False
+
+
+def _tree_layout(nodes: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
+    """Depth along x, leaves stacked in order along y, each parent centred on its children."""
+    children: dict[str | None, list[str]] = {}
+    for node in nodes:
+        children.setdefault(node.parent, []).append(node.id)
+    position: dict[str, tuple[float, float]] = {}
+    next_leaf = 0.0
+    stack = [(root, 0, False) for root in reversed(children.get(None, []))]
+    while stack:  # iterative post-order: deep trees must not hit the recursion limit
+        node_id, depth, expanded = stack.pop()
+        kids = children.get(node_id, [])
+        if kids and not expanded:
+            stack.append((node_id, depth, True))
+            stack.extend((kid, depth + 1, False) for kid in reversed(kids))
+        elif kids:
+            position[node_id] = (depth, float(np.mean([position[k][1] for k in kids])))
+        else:
+            position[node_id], next_leaf = (depth, next_leaf), next_leaf + 1
+    return position
+
+
+def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", height: int | None = None,
+         colorscale: str = "Viridis") -> go.Figure:
+    """A tree drawn left to right: edges, then nodes coloured by value with their labels and hover text."""
+    position = _tree_layout(nodes)
+    fig = go.Figure()
+    for faded in (True, False):
+        xs, ys = [], []
+        for node in nodes:
+            if node.parent is not None and node.faded == faded:
+                (x0, y0), (x1, y1) = position[node.parent], position[node.id]
+                xs += [x0, x1, None]
+                ys += [y0, y1, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="#dddddd" if faded else "#888888", width=1 if faded else 2)))
+    fig.add_trace(go.Scatter(
+        x=[position[n.id][0] for n in nodes], y=[position[n.id][1] for n in nodes], mode="markers+text",
+        text=[n.label for n in nodes], textposition="middle right", hovertext=[n.hover for n in nodes],
+        hoverinfo="text", showlegend=False,
+        marker=dict(size=12, color=[n.value for n in nodes], colorscale=colorscale, showscale=True,
+                    opacity=[0.35 if n.faded else 1.0 for n in nodes], line=dict(width=1, color="#333333"),
+                    colorbar=dict(title=colour_title)),
+    ))
+    leaves = max((y for _, y in position.values()), default=0) + 1
+    fig.update_xaxes(visible=False, range=[-0.3, max(x for x, _ in position.values()) + 1.2])
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return _style(fig, title, height or int(np.clip(120 + 28 * leaves, 260, 900)))

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.embeddings.corpus import load_corpus
+from engine.embeddings.glove import load_glove
+from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
+from engine.embeddings.vectors import WordVectors
+from engine.embeddings.word2vec import Word2VecModel, load_model
 from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
@@ -36,3 +41,26 @@ def finetuned_classifier() -> tuple[SequenceClassifier, CharVocab, dict]:
     clf = SequenceClassifier(lm, n_classes=2)
     clf.W_y.load_state_dict({"weight": extra["W_y"], "bias": extra["b_y"]})
     return clf.eval(), vocab, extra
+
+
+@st.cache_resource(show_spinner="Loading a word2vec checkpoint…")
+def word2vec_checkpoint(name: str) -> tuple[Word2VecModel, dict]:
+    """A shipped word2vec model (engine/embeddings/checkpoints/<name>.pt) and its stored metrics."""
+    return load_model(EMBEDDING_CHECKPOINTS / f"{name}.pt")
+
+
+@st.cache_resource(show_spinner=False)
+def checkpoint_vectors(name: str) -> WordVectors:
+    """A shipped model's input vectors with its vocabulary: neighbours, analogies, spelling suggestions."""
+    model, _ = word2vec_checkpoint(name)
+    return WordVectors(model.vocab.words, model.input_vectors.numpy())
+
+
+@st.cache_resource(show_spinner="Reading the corpus: the Wikipedia sample is extracted from its dump, about 3 s…")
+def corpus(name: str) -> tuple[tuple[str, ...], ...]:
+    return load_corpus(name)
+
+
+@st.cache_resource(show_spinner="Loading 400,000 GloVe vectors (once per server)…")
+def glove() -> WordVectors:
+    return load_glove()

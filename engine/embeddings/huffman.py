@@ -94,3 +94,35 @@ def vocabulary_distribution(tree: HuffmanTree, node_vectors: torch.Tensor, h: to
     logits = node_vectors[points] @ h  # (V, L)
     log_terms = F.logsigmoid(signs.to(h.dtype) * logits) * mask
     return torch.exp(log_terms.sum(dim=1))
+
+
+@dataclass
+class PathStep:
+    """One inner node on a word's path, as the page draws it."""
+
+    node: int  # inner-node id n(w, j)
+    branch: int  # eq. 23: +1 LEFT, −1 RIGHT
+    score: float  # v'_n·h
+    probability: float  # σ(branch · v'_n·h)
+    reached: float  # product of the probabilities from the root down to and including this one
+    words_taken: int  # leaves under the branch taken
+    words_left_out: int  # leaves under the other branch
+
+
+def path_steps(tree: HuffmanTree, node_vectors: torch.Tensor, h: torch.Tensor, word: int) -> list[PathStep]:
+    """Eq. 24 factor by factor along the word's root-to-leaf path."""
+    nodes, codes = tree.points[word], tree.codes[word]
+    scores = (node_vectors[torch.from_numpy(nodes)] @ h).tolist()
+    below = [int(tree.leaves_below[n]) for n in nodes] + [1]  # the last branch ends at the word's leaf
+    steps, reached = [], 1.0
+    for j, (n, code, score) in enumerate(zip(nodes, codes, scores)):
+        branch = 1 - 2 * int(code)
+        probability = float(torch.sigmoid(torch.tensor(branch * score, dtype=torch.float64)))
+        reached *= probability
+        steps.append(PathStep(int(n), branch, score, probability, reached, below[j + 1], below[j] - below[j + 1]))
+    return steps
+
+
+def mean_depth(tree: HuffmanTree, counts: np.ndarray) -> float:
+    """Sigmoids per word, averaged over running text: Σ count(w) L(w) / Σ count(w)."""
+    return float((tree.depth * counts).sum() / counts.sum())

@@ -16,6 +16,13 @@ def one_hot(words: list[str]) -> tuple[list[str], np.ndarray]:
     return vocab, rows
 
 
+def pairwise_geometry(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Euclidean distances and cosines between every two rows: (N, N), (N, N)."""
+    distances = np.linalg.norm(rows[:, None, :] - rows[None, :, :], axis=2)
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return distances, unit @ unit.T
+
+
 @dataclass(frozen=True)
 class Window:
     words: tuple[str, ...]

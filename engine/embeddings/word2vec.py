@@ -32,7 +32,6 @@ class Word2VecConfig:
     dim: int = 100
     window: int = 5  # words each side at most; each centre draws its own reach in 1..window
     negatives: int = 5  # k of eq. 16
-    negative_group: int = 32  # pairs that share one draw of k noise words (1: a fresh draw per pair)
     min_count: int = 5
     sample: float = 1e-3  # subsampling threshold t of word2vec (0: keep every word)
     epochs: int = 5
@@ -48,7 +47,7 @@ class Word2VecConfig:
             raise ValueError(f"objective must be one of {OBJECTIVES}")
         if self.objective == "negative" and self.negatives < 1:
             raise ValueError("negative sampling needs k ≥ 1 negative words per pair")
-        for name in ("dim", "window", "epochs", "batch_size", "min_count", "negative_group"):
+        for name in ("dim", "window", "epochs", "batch_size", "min_count"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
 
@@ -59,6 +58,7 @@ class Progress:
     epoch: int
     losses: list[float]  # mean loss of each reported stretch of updates
     words_per_second: float
+    model: Word2VecModel  # the model being trained, as it is now
 
 
 @dataclass
@@ -84,6 +84,9 @@ class _Objective:
             cumulative = np.cumsum(vocab.noise_distribution())
             quantiles = (np.arange(NOISE_TABLE) + 0.5) / NOISE_TABLE
             self.noise_table = torch.from_numpy(np.searchsorted(cumulative, quantiles).clip(0, len(vocab) - 1))
+            k, B = config.negatives, config.batch_size
+            self.signs = torch.cat([torch.ones(B, 1), -torch.ones(B, k)], dim=1)  # (B, 1 + k)
+            self.true = torch.ones(B, 1, dtype=torch.bool)
 
     def step(self, h: torch.Tensor, words: torch.Tensor, lr: float) -> tuple[float, torch.Tensor]:
         if self.config.objective == "softmax":
@@ -95,7 +98,7 @@ class _Objective:
     def _logistic(self, h, rows, signs, mask, lr):
         """Σ_j log σ(s_j u_j·h) over rows j: gradient s_j σ(−s_j u_j·h) for u_j and h. h: (B, d), rows: (B, M)"""
         U = self.W_out.index_select(0, rows.reshape(-1)).view(*rows.shape, -1)  # (B, M, d)
-        scores = signs * torch.bmm(U, h[:, :, None]).squeeze(2)  # (B, M)
+        scores = signs * (U * h[:, None, :]).sum(2)  # (B, M); 5x faster than bmm for these shapes on CPU
         loss = -(F.logsigmoid(scores) * mask).sum()
         g = lr * signs * torch.sigmoid(-scores) * mask  # (B, M)
         grad_h = torch.bmm(g[:, None, :], U).squeeze(1)  # (B, d)
@@ -103,27 +106,13 @@ class _Objective:
         return float(loss), grad_h
 
     def _negative(self, h, words, lr):
-        """Eq. 16 with the k noise words drawn once per group of G pairs, so scoring them is a batch of
-        (G, d) x (d, k) matrix products instead of G·k separate dot products; every pair still meets k
-        draws from P_n(w), and a draw equal to the pair's true word is skipped as in word2vec.c."""
-        B, d = h.shape
-        G, k = self.config.negative_group, self.config.negatives
-        n_groups = -(-B // G)
-        U_pos = self.W_out.index_select(0, words)  # (B, d); index_select is ~4x faster than W[ids]
-        positive = (h * U_pos).sum(1)  # (B,)
-        noise = self.noise_table[torch.randint(NOISE_TABLE, (n_groups, k), generator=self.generator)]  # (n, k)
-        U_neg = self.W_out.index_select(0, noise.reshape(-1)).view(n_groups, k, d)
-        h_groups = F.pad(h, (0, 0, 0, n_groups * G - B)).view(n_groups, G, d)  # zero rows pad the last group
-        negative = torch.bmm(h_groups, U_neg.transpose(1, 2))  # (n, G, k)
-        own = F.pad(words, (0, n_groups * G - B), value=-1).view(n_groups, G, 1)
-        mask = (noise[:, None, :] != own) & (own >= 0)  # (n, G, k)
-        loss = -F.logsigmoid(positive).sum() - (F.logsigmoid(-negative) * mask).sum()
-        g_pos = lr * torch.sigmoid(-positive)  # (B,): ∂/∂score of log σ(u_w·v_c)
-        g_neg = -lr * torch.sigmoid(negative) * mask  # (n, G, k): ∂/∂score of log σ(−u_w̄·v_c)
-        grad_h = g_pos[:, None] * U_pos + torch.bmm(g_neg, U_neg).view(-1, d)[:B]
-        self.W_out.index_add_(0, words, g_pos[:, None] * h)
-        self.W_out.index_add_(0, noise.reshape(-1), torch.bmm(g_neg.transpose(1, 2), h_groups).reshape(-1, d))
-        return float(loss), grad_h
+        """Eq. 16: the true word with sign +1 and k words drawn from P_n(w) with sign −1; a draw equal
+        to the true word is skipped, as in word2vec.c."""
+        B, k = len(words), self.config.negatives
+        draws = torch.randint(NOISE_TABLE, (B * k,), generator=self.generator)
+        noise = self.noise_table.index_select(0, draws).view(B, k)  # index_select: W[ids] is ~10x slower
+        rows = torch.cat([words[:, None], noise], dim=1)  # (B, 1 + k)
+        return self._logistic(h, rows, self.signs[:B], torch.cat([self.true[:B], noise != words[:, None]], 1), lr)
 
     def _softmax(self, h, words, lr):
         """Eq. 12: ∂ log p(o|c)/∂h = u_o − Σ p(o'|c) u_o', and ∂/∂u_o' = (1[o' = o] − p(o'|c)) h."""
@@ -200,7 +189,7 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
                 model.seconds = time.perf_counter() - start
                 speed = len(ids) * config.epochs * model.fraction_done / model.seconds
                 if on_progress is not None and on_progress(Progress(model.fraction_done, epoch, model.losses,
-                                                                    speed)) is False:
+                                                                    speed, model)) is False:
                     return model
     return model
 

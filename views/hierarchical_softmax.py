@@ -1,0 +1,68 @@
+import math
+
+import numpy as np
+import streamlit as st
+
+from engine.embeddings.huffman import huffman_tree, mean_depth, path_steps, vocabulary_distribution
+from ui import figures
+from ui.loaders import checkpoint_vectors, word2vec_checkpoint
+from ui.page import Page, equations
+
+page = Page("hierarchical_softmax")
+model, extra = word2vec_checkpoint("lee_hierarchical")
+counts = model.vocab.counts
+tree = huffman_tree(counts)
+V = len(model.vocab)
+st.markdown(
+    f"A skip-gram model trained with hierarchical softmax on the Lee news corpus ({V:,} words). The "
+    f"{V:,} words are the leaves of a Huffman tree built from their counts; each of the {V - 1:,} inner nodes "
+    "holds a vector v′. A word's probability is the product of one sigmoid per node on its path, so no "
+    "sum over the vocabulary is needed, and the leaves' probabilities still add up to 1."
+)
+c1, c2 = st.columns(2)
+context = page.text("Context word c (its vector is h)", "c", "police", max_chars=40, where=c1).strip().lower()
+word = page.text("Word w at the leaf", "word", "officers", max_chars=40, where=c2).strip().lower()
+with page.guard():
+    vectors = checkpoint_vectors("lee_hierarchical")
+    h, w = model.input_vectors[vectors.id(context)], vectors.id(word)
+    steps = path_steps(tree, model.output_vectors, h, w)
+    nodes = [figures.TreeNode("root", None, "root", "every word: p = 1", 1.0)]
+    parent, reached = "root", 1.0
+    for j, step in enumerate(steps):
+        side = "LEFT" if step.branch > 0 else "RIGHT"
+        other = figures.TreeNode(f"other{j}", parent, f"{step.words_left_out:,} other words",
+                                 f"the branch not taken: p = {reached * (1 - step.probability):.4g}",
+                                 reached * (1 - step.probability), faded=True)
+        child = f"n{j}" if j + 1 < len(steps) else "leaf"
+        label = f"σ({step.branch:+d}·{step.score:.2f}) = {step.probability:.3f}"
+        hover = (f"node n(w, {j + 1}) = inner node {step.node}<br>{side}: branch {step.branch:+d}<br>"
+                 f"v′·h = {step.score:.4f}<br>σ = {step.probability:.4f}<br>product so far {step.reached:.4g}")
+        nodes += [figures.TreeNode(child, parent, (label + f" → “{word}”") if child == "leaf" else label, hover,
+                                   step.reached), other]
+        parent, reached = child, step.reached
+    distribution = vocabulary_distribution(tree, model.output_vectors, h)
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(figures.tree(nodes, f"Path of “{word}”: {len(steps)} sigmoids from the root",
+                                  colour_title="p of reaching"))
+    with right:
+        equations(
+            ("000 eq. 23", r"\operatorname{branch} = \begin{cases} +1 & \text{LEFT} \\ -1 & \text{RIGHT} \end{cases}"),
+            ("000 eq. 24", r"\Pr(w \mid c) = \prod_{j=1}^{L(w)-1} \sigma\big(\operatorname{branch}_j\, v'^{\top}_{n(w,j)} h\big)"),
+            ("000 eq. 25", r"\sum_{w \in \mathcal{V}} \Pr(w \mid c) = 1"),
+        )
+        st.metric(f"p(“{word}” | “{context}”), product along the path", f"{steps[-1].reached:.6g}")
+        st.metric(f"Σ p(w | c) over all {V:,} leaves", f"{float(distribution.sum()):.8f}")
+    top = distribution.topk(12).indices.tolist()
+    figures.show(figures.bars([model.vocab.words[i] for i in top], {"p(w | c)": distribution[top].tolist()},
+                              title=f"Most likely words near “{context}”", y_title="p(w | c)"))
+st.subheader("Cost per prediction: V against log₂ V")
+sizes = np.unique(np.logspace(1, 6, 26).astype(int))
+figures.show(figures.points_and_curves(
+    {"this tree: mean path over running text": ([V], [mean_depth(tree, counts)]),
+     "this tree: longest path": ([V], [int(tree.depth.max())])},
+    {"full softmax: V dot products": (sizes, sizes), "balanced tree: log₂ V sigmoids": (sizes, np.log2(sizes))},
+    title="Work per word", x_title="vocabulary size V", y_title="dot products", log_axes=True))
+st.caption(f"Huffman coding puts frequent words near the root: over running text a word of this corpus costs "
+           f"{mean_depth(tree, counts):.1f} sigmoids on average, against log₂ {V:,} = {math.log2(V):.1f} for "
+           "a balanced tree and a full softmax's V.")

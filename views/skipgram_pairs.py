@@ -1,0 +1,57 @@
+import streamlit as st
+
+from engine.embeddings.corpus import tokenize
+from engine.embeddings.pairs import skipgram_pairs, windows
+from engine.embeddings.softmax import fit_sentence, max_log_likelihood
+from ui import figures
+from ui.page import Page, equations
+
+page = Page("skipgram_pairs")
+st.markdown(
+    "Slide a window of odd size over the sentence; its middle word is the target and the rest are "
+    "its context (000 §2.2.2). Each (target, context) pair is one factor of the likelihood word2vec "
+    "raises. Below, the sentence's own words get random vectors and full-softmax gradient ascent "
+    "raises eq. 8 towards its ceiling."
+)
+c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
+text = page.text("Sentence", "text", "the cat sit on the mat", max_chars=300, where=c1)
+size = page.slider("Window size 2m + 1", "window", 3, 9, 3, 2, where=c2)
+steps = page.slider("Gradient steps", "steps", 0, 300, 100, 10, where=c3)
+lr = page.slider("Learning rate", "lr", 0.05, 1.0, 0.2, 0.05, where=c4)
+words = [w for sentence in tokenize(text) for w in sentence]
+if size % 2 == 0:
+    st.warning(f"The window size must be odd (the target sits in the middle); {size} is even.",
+               icon=":material/warning:")
+    st.stop()
+if not words:
+    st.warning("Type a sentence (letters; digits and punctuation are dropped).", icon=":material/warning:")
+    st.stop()
+with page.guard():
+    found = windows(words, size)
+    pairs = skipgram_pairs(words, size)
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader(f"Step 1: {len(found)} windows")
+        st.dataframe({"window": [" ".join(w.words) for w in found], "target": [w.target for w in found],
+                      "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
+        fit = fit_sentence(pairs, dim=8, steps=steps, lr=lr, seed=0)
+        st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5-6")
+        st.dataframe({"pair": [f"“{c}” ← “{t}”" for t, c in pairs],
+                      "Pr(context | target)": fit.pair_probs.numpy()}, hide_index=True,
+                     column_config={"Pr(context | target)": st.column_config.ProgressColumn(
+                         format="%.4f", min_value=0.0, max_value=1.0)})
+    with right:
+        equations(
+            ("000 eq. 3", r"\Pr(o \mid c) = \frac{\exp(u_o^\top v_c)}{\sum_{o' \in \mathcal{V}} \exp(u_{o'}^\top v_c)}"),
+            ("000 eq. 7: the product of the factors on the left", r"\mathcal{L} = \prod_{n} \prod_{-m \le j \le m,\, j \ne 0} \Pr(w_{n+j} \mid w_n)"),
+            ("000 eq. 8", r"\log \mathcal{L} = \sum_{n} \sum_{j} \log \Pr(w_{n+j} \mid w_n)"),
+        )
+        ceiling = max_log_likelihood(pairs)
+        st.metric("log L after the last step (eq. 8)", f"{fit.log_likelihood[-1]:.4f}",
+                  delta=f"{fit.log_likelihood[-1] - fit.log_likelihood[0]:+.4f} from random vectors")
+        st.metric("Ceiling: Σ n(t, c) log(n(t, c) / n(t))", f"{ceiling:.4f}",
+                  help="A softmax can at best give each target's contexts their observed frequencies.")
+        figures.show(figures.lines(list(range(len(fit.log_likelihood))),
+                                   {"log L": fit.log_likelihood, "ceiling": [ceiling] * len(fit.log_likelihood)},
+                                   title="Eq. 8 during gradient ascent (d = 8)", x_title="step", y_title="log L",
+                                   markers=False, dashed=["ceiling"]))

@@ -1,0 +1,49 @@
+import streamlit as st
+
+from engine.embeddings.softmax import autograd_log_prob_gradient, context_distribution, log_prob_gradient
+from ui import figures
+from ui.loaders import checkpoint_vectors, word2vec_checkpoint
+from ui.page import Page, equations, gaps
+
+page = Page("softmax_gradient")
+model, extra = word2vec_checkpoint("lee_softmax")
+V, d = model.input_vectors.shape
+st.markdown(
+    f"A skip-gram model trained with the full softmax of eq. 3 on the Lee news corpus ({V:,} words, "
+    f"d = {d}; `python -m engine.embeddings.train`). Choose a centre word c and an output word o: the "
+    "page computes p(·|c) over the whole vocabulary and the gradient of log p(o|c) with respect to v_c, "
+    "once by eq. 12 and once by autograd."
+)
+c1, c2, c3 = st.columns(3)
+centre = page.text("Centre word c", "c", "police", max_chars=40, where=c1).strip().lower()
+output = page.text("Output word o", "o", "officers", max_chars=40, where=c2).strip().lower()
+top = page.slider("Words shown", "top", 5, 40, 15, where=c3)
+with page.guard():
+    vocabulary = checkpoint_vectors("lee_softmax")
+    c, o = vocabulary.id(centre), vocabulary.id(output)
+    v_c, U = model.input_vectors[c], model.output_vectors
+    p = context_distribution(v_c, U)
+    best = p.topk(top).indices.tolist()
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(figures.bars([model.vocab.words[i] for i in best], {"p(o | c)": p[best].tolist()},
+                                  title=f"The {top} most likely outputs of the {V:,} given c = “{centre}”",
+                                  y_title="p(o | c)"))
+        ours, reference = log_prob_gradient(v_c, U, o), autograd_log_prob_gradient(v_c, U, o)
+        expected_u = p @ U
+        dims = list(range(d))
+        figures.show(figures.lines(dims, {"u_o": U[o].tolist(), "E[u] = Σ p(o'|c) u_o'": expected_u.tolist(),
+                                          "eq. 12: u_o − E[u]": ours.tolist(), "autograd": reference.tolist()},
+                                   title="∂ log p(o|c) / ∂v_c, coordinate by coordinate", x_title="coordinate",
+                                   markers=False, dashed=["autograd"]))
+    with right:
+        equations(
+            ("000 eq. 4", r"p(\cdot \mid c) = \operatorname{softmax}(U v_c)"),
+            ("000 eq. 12", r"\frac{\partial \log p(o \mid c)}{\partial v_c} = u_o - \sum_{o'} p(o' \mid c)\, u_{o'} = u_o - \mathbb{E}_{o' \sim p(\cdot \mid c)}[u_{o'}]"),
+        )
+        rank = int((p > p[o]).sum()) + 1
+        st.metric(f"p(“{output}” | “{centre}”)", f"{float(p[o]):.5f}", help=f"rank {rank} of {V:,}")
+        st.metric("Σ over the vocabulary", f"{float(p.sum()):.6f}")
+        st.metric("Multiply-adds for one p(o|c)", f"{V * d:,}", help="V · d: the cost negative sampling and "
+                  "hierarchical softmax avoid")
+        gaps(("max |eq. 12 − autograd|", ours.numpy(), reference.numpy()))

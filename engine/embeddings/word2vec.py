@@ -79,20 +79,21 @@ class _Objective:
     def __init__(self, vocab: Vocab, config: Word2VecConfig, W_out: torch.Tensor, generator: torch.Generator):
         self.config, self.W_out, self.generator = config, W_out, generator
         if config.objective == "hierarchical":
-            self.points, self.signs, self.mask = huffman_tree(vocab.counts).padded()
+            self.path_points, self.path_signs, self.path_mask = huffman_tree(vocab.counts).padded()  # (V, L)
         if config.objective == "negative":
             cumulative = np.cumsum(vocab.noise_distribution())
             quantiles = (np.arange(NOISE_TABLE) + 0.5) / NOISE_TABLE
             self.noise_table = torch.from_numpy(np.searchsorted(cumulative, quantiles).clip(0, len(vocab) - 1))
             k, B = config.negatives, config.batch_size
-            self.signs = torch.cat([torch.ones(B, 1), -torch.ones(B, k)], dim=1)  # (B, 1 + k)
-            self.true = torch.ones(B, 1, dtype=torch.bool)
+            self.pair_signs = torch.cat([torch.ones(B, 1), -torch.ones(B, k)], dim=1)  # (B, 1 + k)
+            self.true_word = torch.ones(B, 1, dtype=torch.bool)
 
     def step(self, h: torch.Tensor, words: torch.Tensor, lr: float) -> tuple[float, torch.Tensor]:
         if self.config.objective == "softmax":
             return self._softmax(h, words, lr)
         if self.config.objective == "hierarchical":  # eq. 24: one logistic term per node on the path
-            return self._logistic(h, self.points[words], self.signs[words], self.mask[words], lr)
+            paths = (t.index_select(0, words) for t in (self.path_points, self.path_signs, self.path_mask))
+            return self._logistic(h, *paths, lr)
         return self._negative(h, words, lr)
 
     def _logistic(self, h, rows, signs, mask, lr):
@@ -112,7 +113,8 @@ class _Objective:
         draws = torch.randint(NOISE_TABLE, (B * k,), generator=self.generator)
         noise = self.noise_table.index_select(0, draws).view(B, k)  # index_select: W[ids] is ~10x slower
         rows = torch.cat([words[:, None], noise], dim=1)  # (B, 1 + k)
-        return self._logistic(h, rows, self.signs[:B], torch.cat([self.true[:B], noise != words[:, None]], 1), lr)
+        mask = torch.cat([self.true_word[:B], noise != words[:, None]], dim=1)  # (B, 1 + k)
+        return self._logistic(h, rows, self.pair_signs[:B], mask, lr)
 
     def _softmax(self, h, words, lr):
         """Eq. 12: ∂ log p(o|c)/∂h = u_o − Σ p(o'|c) u_o', and ∂/∂u_o' = (1[o' = o] − p(o'|c)) h."""

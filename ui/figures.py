@@ -142,9 +142,12 @@ def _tree_layout(nodes: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
 
 
 def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", height: int | None = None,
-         colorscale: str = "Viridis") -> go.Figure:
-    """A tree drawn left to right: edges, then nodes coloured by value with their labels and hover text."""
+         colorscale: str = "Viridis", down: bool = False) -> go.Figure:
+    """A tree drawn left to right (or top down): edges, then nodes coloured by value with their labels
+    and hover text. Children keep the order they have in nodes."""
     position = _tree_layout(nodes)
+    if down:
+        position = {k: (y, x) for k, (x, y) in position.items()}
     fig = go.Figure()
     for faded in (True, False):
         xs, ys = [], []
@@ -157,13 +160,15 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
                                  line=dict(color="#dddddd" if faded else "#888888", width=1 if faded else 2)))
     fig.add_trace(go.Scatter(
         x=[position[n.id][0] for n in nodes], y=[position[n.id][1] for n in nodes], mode="markers+text",
-        text=[n.label for n in nodes], textposition="middle right", hovertext=[n.hover for n in nodes],
+        text=[n.label for n in nodes], textposition="bottom center" if down else "middle right",
+        hovertext=[n.hover for n in nodes],
         hoverinfo="text", showlegend=False,
         marker=dict(size=12, color=[n.value for n in nodes], colorscale=colorscale, showscale=True,
                     opacity=[0.35 if n.faded else 1.0 for n in nodes], line=dict(width=1, color="#333333"),
                     colorbar=dict(title=colour_title)),
     ))
-    leaves = max((y for _, y in position.values()), default=0) + 1
-    fig.update_xaxes(visible=False, range=[-0.3, max(x for x, _ in position.values()) + 1.2])
+    rows = max((y for _, y in position.values()), default=0) + 1
+    right = max(x for x, _ in position.values())
+    fig.update_xaxes(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2])
     fig.update_yaxes(visible=False, autorange="reversed")
-    return _style(fig, title, height or int(np.clip(120 + 28 * leaves, 260, 900)))
+    return _style(fig, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))

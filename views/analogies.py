@@ -5,8 +5,9 @@ from engine.embeddings.vectors import WordVectors
 from ui import figures
 from ui.loaders import checkpoint_vectors, glove
 from ui.page import Page, equations
+from ui.tables import neighbour_table
 
-SOURCES = {"glove": "GloVe 6B, 50d (400k words)", "ours": "our skip-gram, Wikipedia sample (9k words)"}
+PAIR_NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 page = Page("analogies")
 st.markdown(
     "a is to b as c is to ?: find the word x whose vector is nearest to b − a + c (000 eq. 1). 3CosAdd "
@@ -15,7 +16,9 @@ st.markdown(
     "tokens, ours on 453 thousand."
 )
 c1, c2, c3, c4, c5 = st.columns(5)
-source = page.select("Vectors", "vectors", list(SOURCES), where=c1, format_func=SOURCES.get)
+source = page.select("Vectors", "vectors", ["glove", "ours"], where=c1,
+                     help="glove: GloVe 6B 50d, 400k words, 6 billion tokens; ours: our skip-gram on the "
+                          "Wikipedia sample, 9k words, 453 thousand tokens")
 a = page.text("a", "a", "man", max_chars=40, where=c2).strip().lower()
 b = page.text("is to b", "b", "king", max_chars=40, where=c3).strip().lower()
 c = page.text("as c is to ?", "c", "woman", max_chars=40, where=c4).strip().lower()
@@ -35,11 +38,17 @@ with left, page.guard():
     answers = {m: vectors.analogy(a, b, c, topn, method=m) for m in ("3CosAdd", "3CosMul")}
     t1, t2 = st.columns(2)
     for column, (method, found) in zip((t1, t2), answers.items()):
-        column.markdown(f"**{method}**")
-        column.dataframe({"answer": [w for w, _ in found], "score": [s for _, s in found]}, hide_index=True)
+        with column:
+            neighbour_table(found, method, word_title="answer", score_title="score")
     best = answers["3CosAdd"][0][0]
+    if source == "ours":
+        st.caption("Our vectors saw 453 thousand words, GloVe's 6 billion: most analogies fail here "
+                   "(3% of the Google questions against GloVe's 46%), which is the point of training on more text.")
     extra = [w.strip().lower() for w in page.text("More words in the picture", "more", "prince, princess, boy, girl",
                                                    max_chars=200).split(",") if w.strip()]
+    unknown = [w for w in extra if w not in vectors]
+    if unknown:
+        st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
     shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
     xy = vectors.pca_2d(shown)
     corner = {w: xy[i] for i, w in enumerate(shown)}
@@ -51,15 +60,14 @@ with left, page.guard():
         labels={"words": shown}))
 with right:
     equations(
-        ("000 eq. 1", r"\operatorname{vec}(\text{king}) - \operatorname{vec}(\text{man}) + \operatorname{vec}(\text{woman}) \approx \operatorname{vec}(\text{queen})"),
+        ("000 eq. 1", r"\text{king} - \text{man} + \text{woman} \approx \text{queen}"),
         ("3CosAdd", r"\arg\max_x \cos(x, b) - \cos(x, a) + \cos(x, c)"),
         ("3CosMul, ε = 10⁻⁶", r"\arg\max_x \frac{\tilde{\cos}(x, b)\,\tilde{\cos}(x, c)}{\tilde{\cos}(x, a) + \varepsilon},\ \tilde{\cos} = \tfrac{1 + \cos}{2}"),
         ("000 eq. 19, GloVe", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
     )
     near = page.text("Neighbours of", "near", "frog", max_chars=40).strip().lower()
     with page.guard():
-        found = vectors.neighbours(near, topn)
-        st.dataframe({"neighbour": [w for w, _ in found], "cosine": [s for _, s in found]}, hide_index=True)
+        neighbour_table(vectors.neighbours(near, topn), f"nearest to “{near}”")
 
 st.subheader("Evaluation: Google analogies, WordSim-353, SimLex-999")
 c1, c2 = st.columns(2)
@@ -68,30 +76,28 @@ restrict = int(page.select("Answers searched among the most frequent", "restrict
 method = page.select("Analogy method", "method", ["3CosAdd", "3CosMul"], where=c2)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def evaluate(source: str, restrict: int, method: str, _vectors: WordVectors, _progress=None):
-    analogies = analogy_accuracy(_vectors, restrict, method, progress=_progress)
-    pairs = {name: word_pair_correlation(_vectors, name, restrict) for name in PAIR_FILES}
-    return analogies, pairs
-
-
+EVALUATIONS = "analogies_evaluations"  # session key: {(vectors, restrict, method): (analogies, word pairs)}
+evaluations = st.session_state.setdefault(EVALUATIONS, {})
 if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at 300,000"):
     bar = st.progress(0.0, text="Answering analogy questions…")
-    evaluate(source, restrict, method, vectors, lambda f: bar.progress(f, text=f"Answering analogy questions… {f:.0%}"))
+    analogies = analogy_accuracy(vectors, restrict, method,
+                                 progress=lambda f: bar.progress(f, text=f"Answering analogy questions… {f:.0%}"))
     bar.empty()
-    st.session_state["analogies_evaluated"] = (source, restrict, method)
-if st.session_state.get("analogies_evaluated") == (source, restrict, method):
-    analogies, pairs = evaluate(source, restrict, method, vectors)
+    pairs = {name: word_pair_correlation(vectors, name, restrict) for name in PAIR_FILES}
+    evaluations[(source, restrict, method)] = (analogies, pairs)
+if (source, restrict, method) in evaluations:
+    analogies, pairs = evaluations[(source, restrict, method)]
     e1, e2, e3 = st.columns(3)
     e1.metric("Analogy accuracy", f"{analogies.overall.accuracy:.1%}",
               help=f"{analogies.overall.correct:,} of {analogies.overall.total:,}; {analogies.skipped:,} questions "
                    f"skipped for a word outside the first {restrict:,}")
     for column, (name, result) in zip((e2, e3), pairs.items()):
-        column.metric(f"{name} Spearman ρ", f"{result.spearman:.3f}", help=f"Pearson {result.pearson:.3f}; "
+        column.metric(f"{PAIR_NAMES[name]} Spearman ρ", f"{result.spearman:.3f}", help=f"Pearson {result.pearson:.3f}; "
                       f"{result.oov_percent:.1f}% of pairs out of vocabulary")
     asked = [s for s in analogies.sections if s.total]
     figures.show(figures.bars([s.name for s in asked], {"accuracy": [s.accuracy for s in asked]},
-                              title="Accuracy per section of questions-words.txt", y_title="accuracy"))
+                              title="Accuracy per section of questions-words.txt", y_title="accuracy",
+                              height=420))
 else:
     st.caption("Press Evaluate to score these vectors; the numbers match gensim's evaluate_word_analogies "
                "and evaluate_word_pairs on the same vectors (tested to 0.005).")

@@ -26,25 +26,30 @@ with page.guard():
     vectors = checkpoint_vectors("lee_hierarchical")
     h, w = model.input_vectors[vectors.id(context)], vectors.id(word)
     steps = path_steps(tree, model.output_vectors, h, w)
-    nodes = [figures.TreeNode("root", None, "root", "every word: p = 1", 1.0)]
+    nodes = [figures.TreeNode("root", None, "root", "every word: p = 1", 0.0)]
     parent, reached = "root", 1.0
     for j, step in enumerate(steps):
-        side = "LEFT" if step.branch > 0 else "RIGHT"
-        other = figures.TreeNode(f"other{j}", parent, f"{step.words_left_out:,} other words",
-                                 f"the branch not taken: p = {reached * (1 - step.probability):.4g}",
-                                 reached * (1 - step.probability), faded=True)
-        child = f"n{j}" if j + 1 < len(steps) else "leaf"
-        label = f"σ({step.branch:+d}·{step.score:.2f}) = {step.probability:.3f}"
-        hover = (f"node n(w, {j + 1}) = inner node {step.node}<br>{side}: branch {step.branch:+d}<br>"
-                 f"v′·h = {step.score:.4f}<br>σ = {step.probability:.4f}<br>product so far {step.reached:.4g}")
-        nodes += [figures.TreeNode(child, parent, (label + f" → “{word}”") if child == "leaf" else label, hover,
-                                   step.reached), other]
+        last = j + 1 == len(steps)
+        child = "leaf" if last else f"n{j}"
+        hover = (f"node n(w, {j + 1}) = inner node {step.node}<br>{'LEFT' if step.branch > 0 else 'RIGHT'}: "
+                 f"branch {step.branch:+d}<br>v′·h = {step.score:.4f}<br>σ(branch · v′·h) = {step.probability:.4f}"
+                 f"<br>product so far {step.reached:.4g}")
+        taken = figures.TreeNode(child, parent, f"“{word}” {step.reached:.2g}" if last else f"{step.probability:.2f}",
+                                 hover, math.log10(step.reached))
+        left_out = reached * (1 - step.probability)
+        words_there = f"{step.words_left_out:,} word{'s' if step.words_left_out > 1 else ''}"
+        other = figures.TreeNode(f"other{j}", parent, words_there, f"the branch not taken: {words_there}, "
+                                 f"p = {left_out:.4g}",
+                                 math.log10(left_out), faded=True)
+        nodes += [taken, other] if step.branch > 0 else [other, taken]  # LEFT child drawn on the left
         parent, reached = child, step.reached
-    distribution = vocabulary_distribution(tree, model.output_vectors, h)
+    distribution = vocabulary_distribution(tree, model.output_vectors.double(), h.double())  # float64: Σ is exact
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.tree(nodes, f"Path of “{word}”: {len(steps)} sigmoids from the root",
-                                  colour_title="p of reaching"))
+        figures.show(figures.tree(nodes, f"Path of “{word}”: {len(steps)} sigmoids from the root, LEFT on the left",
+                                  colour_title="log₁₀ p", down=True))
+        st.caption("Each node on the path is labelled with σ(branch · v′·h) of the branch taken; hover for v′·h "
+                   "and the running product. Faded leaves stand for the words under the branch not taken.")
     with right:
         equations(
             ("000 eq. 23", r"\operatorname{branch} = \begin{cases} +1 & \text{LEFT} \\ -1 & \text{RIGHT} \end{cases}"),
@@ -52,7 +57,7 @@ with page.guard():
             ("000 eq. 25", r"\sum_{w \in \mathcal{V}} \Pr(w \mid c) = 1"),
         )
         st.metric(f"p(“{word}” | “{context}”), product along the path", f"{steps[-1].reached:.6g}")
-        st.metric(f"Σ p(w | c) over all {V:,} leaves", f"{float(distribution.sum()):.8f}")
+        st.metric(f"Σ p(w | c) over all {V:,} leaves", f"{float(distribution.sum()):.10f}")
     top = distribution.topk(12).indices.tolist()
     figures.show(figures.bars([model.vocab.words[i] for i in top], {"p(w | c)": distribution[top].tolist()},
                               title=f"Most likely words near “{context}”", y_title="p(w | c)"))

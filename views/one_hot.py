@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from engine.embeddings.corpus import tokenize
@@ -26,14 +27,7 @@ vocab, rows = one_hot(words)
 left, right = st.columns([3, 2])
 with left:
     st.subheader(f"One-hot rows: {len(words)} words, V = {len(vocab)}")
-    st.dataframe({"word": words, **{v: rows[:, j].astype(int) for j, v in enumerate(vocab)}}, hide_index=True)
-    distinct = rows[[words.index(v) for v in vocab]]
-    distances, cosines = pairwise_geometry(distinct)
-    g1, g2 = st.columns(2)
-    with g1:
-        figures.show(figures.heatmap(distances, vocab, vocab, "One-hot: distance", zmax=2.0))
-    with g2:
-        figures.show(figures.heatmap(cosines, vocab, vocab, "One-hot: cosine", zmin=-1, zmid=0, colorscale="RdBu"))
+    st.dataframe(pd.DataFrame(rows.astype(int), columns=vocab, index=[f"{i + 1}. {w}" for i, w in enumerate(words)]))
 with right:
     equations(
         ("000 eq. 2: one row per word of the vocabulary", r"e_w \in \{0, 1\}^{|\mathcal{V}|},\ \sum_j (e_w)_j = 1"),
@@ -42,6 +36,12 @@ with right:
     st.metric("Numbers per word, one-hot over GloVe's vocabulary", "400,000", help="against 50 for a GloVe vector")
     st.metric("Memory for 400k one-hot rows in float32", f"{400_000 ** 2 * 4 / 1e9:,.0f} GB",
               help="against 400,000 × 50 × 4 bytes = 80 MB for GloVe 50d")
+distances, cosines = pairwise_geometry(rows[[words.index(v) for v in vocab]])
+g1, g2 = st.columns(2)
+with g1:
+    figures.show(figures.heatmap(distances, vocab, vocab, "One-hot: distance (√2 = 1.414)", zmax=2.0))
+with g2:
+    figures.show(figures.heatmap(cosines, vocab, vocab, "One-hot: cosine", zmin=-1, zmid=0, colorscale="RdBu"))
 st.subheader("The same words as dense GloVe vectors (50 numbers each)")
 with st.spinner("Loading 400,000 GloVe vectors (once per server)…"):
     vectors = glove()

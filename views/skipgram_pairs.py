@@ -1,3 +1,5 @@
+import math
+
 import streamlit as st
 
 from engine.embeddings.corpus import tokenize
@@ -17,7 +19,7 @@ c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 text = page.text("Sentence", "text", "the cat sit on the mat", max_chars=300, where=c1)
 size = page.slider("Window size 2m + 1", "window", 3, 9, 3, 2, where=c2)
 steps = page.slider("Gradient steps", "steps", 0, 300, 100, 10, where=c3)
-lr = page.slider("Learning rate", "lr", 0.05, 1.0, 0.2, 0.05, where=c4)
+lr = page.slider("Learning rate", "lr", 0.1, 4.0, 1.0, 0.1, where=c4)
 words = [w for sentence in tokenize(text) for w in sentence]
 if size % 2 == 0:
     st.warning(f"The window size must be odd (the target sits in the middle); {size} is even.",
@@ -35,11 +37,13 @@ with page.guard():
         st.dataframe({"window": [" ".join(w.words) for w in found], "target": [w.target for w in found],
                       "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
         fit = fit_sentence(pairs, dim=8, steps=steps, lr=lr, seed=0)
-        st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5-6")
-        st.dataframe({"pair": [f"“{c}” ← “{t}”" for t, c in pairs],
+        st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5‑6")
+        st.dataframe({"target x": [t for t, _ in pairs], "context y": [c for _, c in pairs],
                       "Pr(context | target)": fit.pair_probs.numpy()}, hide_index=True,
                      column_config={"Pr(context | target)": st.column_config.ProgressColumn(
                          format="%.4f", min_value=0.0, max_value=1.0)})
+    if not math.isfinite(fit.log_likelihood[-1]):
+        st.warning("The steps overshot and the likelihood blew up: lower the learning rate.", icon=":material/warning:")
     with right:
         equations(
             ("000 eq. 3", r"\Pr(o \mid c) = \frac{\exp(u_o^\top v_c)}{\sum_{o' \in \mathcal{V}} \exp(u_{o'}^\top v_c)}"),

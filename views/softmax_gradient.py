@@ -15,8 +15,8 @@ st.markdown(
     "once by eq. 12 and once by autograd."
 )
 c1, c2, c3 = st.columns(3)
-centre = page.text("Centre word c", "c", "police", max_chars=40, where=c1).strip().lower()
-output = page.text("Output word o", "o", "officers", max_chars=40, where=c2).strip().lower()
+centre = page.text("Centre word c", "c", "united", max_chars=40, where=c1).strip().lower()
+output = page.text("Output word o", "o", "states", max_chars=40, where=c2).strip().lower()
 top = page.slider("Words shown", "top", 5, 40, 15, where=c3)
 with page.guard():
     vocabulary = checkpoint_vectors("lee_softmax")
@@ -24,9 +24,11 @@ with page.guard():
     v_c, U = model.input_vectors[c], model.output_vectors
     p = context_distribution(v_c, U)
     best = p.topk(top).indices.tolist()
+    shown = best if o in best else best + [o]  # the chosen o always appears, marked ▶
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.bars([model.vocab.words[i] for i in best], {"p(o | c)": p[best].tolist()},
+        figures.show(figures.bars([("▶ " if i == o else "") + model.vocab.words[i] for i in shown],
+                                  {"p(o | c)": p[shown].tolist()},
                                   title=f"The {top} most likely outputs of the {V:,} given c = “{centre}”",
                                   y_title="p(o | c)"))
         ours, reference = log_prob_gradient(v_c, U, o), autograd_log_prob_gradient(v_c, U, o)
@@ -39,10 +41,12 @@ with page.guard():
     with right:
         equations(
             ("000 eq. 4", r"p(\cdot \mid c) = \operatorname{softmax}(U v_c)"),
-            ("000 eq. 12", r"\frac{\partial \log p(o \mid c)}{\partial v_c} = u_o - \sum_{o'} p(o' \mid c)\, u_{o'} = u_o - \mathbb{E}_{o' \sim p(\cdot \mid c)}[u_{o'}]"),
+            ("000 eq. 12", r"\frac{\partial \log p(o \mid c)}{\partial v_c} = u_o - \sum_{o'} p(o' \mid c)\, u_{o'}"),
+            ("000 eq. 12, last line", r"= u_o - \mathbb{E}_{o' \sim p(\cdot \mid c)}[u_{o'}]"),
         )
         rank = int((p > p[o]).sum()) + 1
-        st.metric(f"p(“{output}” | “{centre}”)", f"{float(p[o]):.5f}", help=f"rank {rank} of {V:,}")
+        st.metric(f"p(“{output}” | “{centre}”)", f"{float(p[o]):.5f}",
+                  delta=f"rank {rank} of {V:,}; uniform would be {1 / V:.5f}", delta_color="off")
         st.metric("Σ over the vocabulary", f"{float(p.sum()):.6f}")
         st.metric("Multiply-adds for one p(o|c)", f"{V * d:,}", help="V · d: the cost negative sampling and "
                   "hierarchical softmax avoid")

@@ -6,9 +6,21 @@ from engine.embeddings.word2vec import Word2VecConfig, train
 from ui import figures
 from ui.loaders import checkpoint_vectors, corpus, word2vec_checkpoint
 from ui.page import Page, equations
+from ui.tables import neighbour_table
 
 RESULT = "word2vec_training_result"  # session key: (settings, model) of the last run, finished or stopped
 page = Page("word2vec_training")
+
+
+def loss_curve(where, losses: list[float]) -> None:
+    """The training loss so far; a single number until there are two points to join."""
+    if len(losses) < 2:
+        where.metric("Loss per example", f"{losses[-1]:.3f}" if losses else "–")
+    else:
+        where.line_chart({"loss per example": losses}, height=220, x_label="report (equal stretches of updates)",
+                         y_label="loss per example")
+
+
 st.markdown(
     "Train word2vec here, on real text or your own. Skip-gram predicts each context word from the centre "
     "word, CBOW the centre word from the mean of its context (000 §2.3). The output layer is the full "
@@ -17,8 +29,7 @@ st.markdown(
 )
 c1, c2, c3, c4 = st.columns(4)
 source = page.select("Corpus", "corpus", ["lee", "wikipedia", "pasted"], where=c1,
-                     format_func={"lee": "Lee news (60k words)", "wikipedia": "Wikipedia sample (453k words)",
-                                  "pasted": "Text you paste"}.get)
+                     help="lee: 300 news stories, 60k words; wikipedia: 106 articles, 453k words; pasted: your text")
 architecture = page.select("Architecture", "arch", ["skipgram", "cbow"], where=c2)
 objective = page.select("Output layer", "objective", ["negative", "hierarchical", "softmax"], where=c3)
 k = page.slider("Negative words k", "k", 0, 20, 5, where=c4)
@@ -27,7 +38,7 @@ dim = page.slider("Dimension d", "dim", 10, 200, 50, 10, where=c1)
 window = page.slider("Window m (each side)", "window", 1, 10, 5, where=c2)
 epochs = page.slider("Epochs", "epochs", 1, 20, 5, where=c3)
 min_count = page.slider("Minimum count", "min_count", 1, 20, 5, where=c4)
-subsample = page.toggle("Subsample frequent words", "sample", True, where=c5)
+subsample = page.toggle("Subsample", "sample", True, where=c5, help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
 
 if source == "pasted":
     pasted = st.text_area("Your corpus (one sentence or paragraph per line)", max_chars=200_000, key="w2v_paste",
@@ -67,6 +78,8 @@ with page.guard():
     if objective == "softmax" and len(vocab) > 3000:
         page.notice(f"The full softmax scores all {len(vocab):,} words for every pair: expect minutes. "
                     "Negative sampling and hierarchical softmax exist for exactly this reason.")
+    probes = [w.strip().lower() for w in page.text("Words to look up in the trained model", "probe",
+                                                   "government, police, minister", max_chars=200).split(",") if w.strip()]
     b1, b2, _ = st.columns([1, 1, 4])
     start, stop = b1.button("Train", type="primary"), b2.button("Stop")
     if start:
@@ -76,10 +89,17 @@ with page.guard():
             st.session_state[RESULT] = (config, progress.model)
             bar.progress(progress.fraction, text=f"epoch {progress.epoch + 1} of {epochs} · "
                                                  f"{progress.words_per_second:,.0f} words/s · Stop to keep the model so far")
-            chart.line_chart({"loss per example": progress.losses}, height=220)
+            loss_curve(chart, progress.losses)
             return True
 
-        train(sentences, config, on_progress=report)
+        try:
+            model = train(sentences, config, on_progress=report, reports=25)
+        except ValueError:
+            st.session_state.pop(RESULT, None)  # no half-trained model from a run that could not go on
+            raise
+        st.session_state[RESULT] = (config, model)
+        bar.progress(1.0, text=f"Finished in {model.seconds:.1f} s")
+        chart.empty()  # the finished curve is drawn below with the model
 result = st.session_state.get(RESULT)
 if result is not None:
     trained_config, model = result
@@ -87,15 +107,15 @@ if result is not None:
     done = "finished" if model.fraction_done >= 1 else f"stopped at {model.fraction_done:.0%}"
     st.subheader(f"Your model ({done}): {trained_config.architecture}, {trained_config.objective}, "
                  f"d = {trained_config.dim}, {len(vectors):,} words, {model.seconds:.1f} s")
-    st.line_chart({"loss per example": model.losses}, height=200)
-    probes = [w.strip().lower() for w in page.text("Words to look up", "probe", "government, police, minister",
-                                                   max_chars=200).split(",") if w.strip()]
+    loss_curve(st, model.losses)
     columns = st.columns(max(1, len(probes[:4])))
     for column, word in zip(columns, probes[:4]):
         with column, page.guard():
-            st.dataframe({"neighbour": [w for w, _ in vectors.neighbours(word, 8)],
-                          "cosine": [s for _, s in vectors.neighbours(word, 8)]}, hide_index=True)
-            st.caption(f"nearest to “{word}”")
+            found = vectors.neighbours(word, 8)
+            neighbour_table(found, f"nearest to “{word}”")
+            if found and found[-1][1] > 0.95:
+                st.caption("Cosines near 1 for every neighbour: the vectors have barely moved apart yet. "
+                           "Train longer, or on more text.")
 
 st.subheader("Shipped checkpoints: ours beside gensim's on the Wikipedia sample")
 ours, theirs = checkpoint_vectors("wikipedia_sgns"), checkpoint_vectors("wikipedia_gensim")
@@ -106,9 +126,7 @@ with page.guard():
     for column, name, vecs, extra in ((g1, "ours (engine.embeddings.word2vec)", ours, our_extra),
                                       (g2, "gensim Word2Vec", theirs, their_extra)):
         with column:
-            st.markdown(f"**{name}**")
-            st.dataframe({"neighbour": [w for w, _ in vecs.neighbours(word, 10)],
-                          "cosine": [s for _, s in vecs.neighbours(word, 10)]}, hide_index=True)
+            neighbour_table(vecs.neighbours(word, 10), name)
             metrics = extra["metrics"]
             st.caption(f"analogies {metrics['analogy_accuracy']:.1%} of {metrics['analogy_questions']:,}; "
                        f"WordSim-353 ρ = {metrics['wordsim353_spearman']:.3f}; "

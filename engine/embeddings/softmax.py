@@ -35,12 +35,13 @@ def pair_log_probs(V: torch.Tensor, U: torch.Tensor, targets: torch.Tensor, cont
 
 def full_softmax_step(V: torch.Tensor, U: torch.Tensor, targets: torch.Tensor, contexts: torch.Tensor,
                       lr: float) -> float:
-    """One gradient-ascent step on eq. 8's log-likelihood over the pairs; updates V and U in place and
-    returns the log-likelihood before the step."""
+    """One gradient-ascent step on eq. 8's log-likelihood over the pairs, averaged per pair so one
+    learning rate suits any sentence length; updates V and U in place and returns the (summed)
+    log-likelihood before the step."""
     V.requires_grad_(True)
     U.requires_grad_(True)
     log_likelihood = pair_log_probs(V, U, targets, contexts).sum()
-    grad_V, grad_U = torch.autograd.grad(log_likelihood, (V, U))
+    grad_V, grad_U = torch.autograd.grad(log_likelihood / len(targets), (V, U))
     log_likelihood = log_likelihood.detach()
     with torch.no_grad():
         V += lr * grad_V

@@ -163,7 +163,8 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
     config.check()
     vocab = Vocab.build(sentences, config.min_count)
     if len(vocab) < 2:
-        raise ValueError(f"fewer than two words occur at least {config.min_count} times: too little text to train on")
+        times = "once" if config.min_count == 1 else f"{config.min_count} times"
+        raise ValueError(f"fewer than two different words occur at least {times}: too little text to train on")
     ids, sentence = vocab.encode(sentences)
     rng, generator = np.random.default_rng(config.seed), torch.Generator().manual_seed(config.seed)
     W_in = (torch.rand(len(vocab), config.dim, generator=generator) - 0.5) / config.dim  # gensim: U(±0.5/d)
@@ -173,7 +174,9 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
     start, loss_sum, count, total_steps = time.perf_counter(), 0.0, 0, None
     for epoch in range(config.epochs):
         inputs, outputs = _epoch_examples(ids, sentence, keep, config, rng)
-        steps = max(1, -(-len(outputs) // config.batch_size))
+        if len(outputs) == 0:  # subsampling can leave a tiny corpus without a single pair
+            continue
+        steps = -(-len(outputs) // config.batch_size)
         total_steps = total_steps or steps * config.epochs  # subsampling makes epochs about equally long
         for step in range(steps):
             done = epoch * steps + step
@@ -193,6 +196,11 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
                 if on_progress is not None and on_progress(Progress(model.fraction_done, epoch, model.losses,
                                                                     speed, model)) is False:
                     return model
+    if total_steps is None:
+        raise ValueError("no (centre, context) pair in any epoch: paste more text, with several words per line")
+    if count:  # the last epoch drew no pairs, so the last report came early
+        model.losses.append(loss_sum / count)
+    model.fraction_done, model.seconds = 1.0, time.perf_counter() - start
     return model
 
 

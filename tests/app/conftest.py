@@ -29,6 +29,16 @@ def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+def option_values(at, key: str) -> list:
+    """The values behind a selectbox's options. AppTest lists the labels format_func wrote, but set_value wants
+    the values; where they differ, read the values from the widget's serializer (Streamlit internals, 1.67)."""
+    box = at.selectbox(key=key)
+    if box.value is None or box.value in box.options:
+        return list(box.options)
+    state = at.session_state._state._state
+    return list(state._new_widget_state.widget_metadata[box.id].deserializer.__self__.options)
+
+
 @pytest.fixture
 def page():
     return open_page

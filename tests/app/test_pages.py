@@ -6,7 +6,7 @@ import math
 import pytest
 
 from engine.attention import kernel_regression as kr
-from tests.app.conftest import assert_clean, open_page
+from tests.app.conftest import assert_clean, open_page, option_values
 from ui.catalog import PAGES
 
 SLUGS = [p.slug for p in PAGES]
@@ -52,7 +52,7 @@ def test_every_control_moves_without_error(slug):
     done: set[str] = set()
     move_sliders_and_toggles(at, done)
     for key in [b.key for b in at.selectbox]:
-        for option in at.selectbox(key=key).options:
+        for option in option_values(at, key):
             at.selectbox(key=key).set_value(option).run()
             assert_clean(at)
             move_sliders_and_toggles(at, done)  # an option can reveal controls of its own

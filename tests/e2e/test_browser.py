@@ -17,6 +17,7 @@ from ui.catalog import PAGES
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 
 FONT_SIZE = "parseFloat(getComputedStyle(document.documentElement).fontSize)"
+TYPED = {"hierarchical_softmax": "government"}  # what to type where the main control is a text box
 
 
 def query(tab) -> dict[str, list[str]]:
@@ -52,10 +53,15 @@ def test_every_page_opens_from_the_sidebar_and_a_control_writes_the_url(page, in
     assert_no_exception(page)
     assert not query(page), f"a fresh page should start with a clean URL, got {page.url}"
 
-    # one keyboard step on a slider (the catalog's main control where it is one): clicking the thumb does nothing
-    slider, name = range_input(page, info.main_control)
-    slider.focus()
-    page.keyboard.press("ArrowRight")
+    box = page.locator(f".st-key-{info.main_control} input[type='text']")
+    if box.count():  # a text box as the main control: type into it, Enter applies it
+        name = info.main_control
+        box.first.fill(TYPED.get(info.slug, box.first.input_value() + " again"))
+        box.first.press("Enter")
+    else:  # one keyboard step on a slider (the main control where it is one): clicking the thumb does nothing
+        slider, name = range_input(page, info.main_control)
+        slider.focus()
+        page.keyboard.press("ArrowRight")
     page.wait_for_url(re.compile(r"\?."), timeout=15_000)
     settle(page)
     params = query(page)

@@ -1,0 +1,83 @@
+"""The Embeddings pages' buttons in chromium: train word2vec, stop it, evaluate analogies; readable links.
+
+Starts the real app with `streamlit run` (see conftest.py); screenshots land in tests/e2e/screenshots/.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, assert_no_exception, open_url, screenshot, settle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
+
+TRAIN_S = 180  # a small run on the Lee corpus takes seconds; a busy 2-core machine can make it a minute
+
+
+def query(tab) -> dict[str, list[str]]:
+    return parse_qs(urlparse(tab.url).query)
+
+
+def click_button(tab, label: str) -> None:
+    # inside the page: while a script runs, Streamlit's own header shows a "Stop" button too
+    tab.locator("[data-testid='stMain']").get_by_role("button", name=label, exact=True).click()
+
+
+def metric_value(tab, label: str | re.Pattern) -> str:
+    box = tab.locator("[data-testid='stMetric']").filter(has_text=label)
+    return box.locator("[data-testid='stMetricValue']").first.inner_text().strip()
+
+
+def test_word2vec_trains_on_lee_and_shows_its_model(page):
+    open_url(page, "/word2vec_training?dim=10&epochs=1")
+    assert_no_exception(page)
+    click_button(page, "Train")
+    heading = page.get_by_role("heading", name=re.compile(r"^Your model \(finished\)"))
+    heading.wait_for(timeout=TRAIN_S * 1000)
+    settle(page)
+    assert_no_exception(page)
+    assert "d = 10" in heading.inner_text() and "1,776 words" in heading.inner_text()
+    for word in ("government", "police", "minister"):
+        assert page.get_by_text(f"nearest to “{word}”").count() == 1
+    assert page.locator("[data-testid='stDataFrame']").count() >= 5
+    screenshot(page, "word2vec_training_trained")
+
+
+def test_word2vec_stop_keeps_the_model_so_far(page):
+    open_url(page, "/word2vec_training?epochs=20&dim=100")
+    click_button(page, "Train")
+    page.locator("[data-testid='stProgress']").filter(has_text="epoch").first.wait_for(timeout=60_000)
+    click_button(page, "Stop")
+    heading = page.get_by_role("heading", name=re.compile(r"^Your model \(stopped at \d+%\)"))
+    heading.wait_for(timeout=60_000)
+    settle(page)
+    assert_no_exception(page)
+    screenshot(page, "word2vec_training_stopped")
+
+
+def test_choosing_a_corpus_writes_a_short_link_that_reopens_it(page):
+    open_url(page, "/word2vec_training")
+    page.locator(".st-key-corpus [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name="wikipedia", exact=True).click()
+    page.wait_for_url(re.compile(r"[?&]corpus="), timeout=15_000)
+    settle(page)
+    assert_no_exception(page)
+    assert query(page).get("corpus") == ["wikipedia"], f"the link names the corpus by its label: {page.url}"
+    open_url(page, "/word2vec_training?corpus=wikipedia")
+    assert_no_exception(page)
+    assert page.get_by_role("combobox", name="Corpus").input_value() == "wikipedia"
+    assert page.locator("[data-testid='stAlert']").filter(has_text="corpus=").count() == 0
+
+
+def test_analogies_evaluate_matches_gensim_in_the_browser(page):
+    open_url(page, "/analogies?restrict=10000")
+    assert page.get_by_role("cell", name="queen", exact=True).count() + page.get_by_text("queen").count() > 0
+    click_button(page, "Evaluate")
+    settle(page)
+    screenshot(page, "analogies_evaluated")  # before the checks: a failure leaves its picture
+    assert_no_exception(page)
+    assert metric_value(page, "Analogy accuracy") == "58.5%"  # gensim's evaluate_word_analogies: 0.5853
+    wordsim = re.compile(r"wordsim-?353 spearman", re.IGNORECASE)
+    assert metric_value(page, wordsim) == "0.527"  # gensim's evaluate_word_pairs at restrict_vocab=10,000

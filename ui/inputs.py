@@ -56,3 +56,26 @@ def parse_order(text: str, n: int) -> list[int]:
     if len(order) != n:
         raise ValueError(f"the order names {len(order)} positions but the sentence has {n} tokens")
     return order
+
+
+def parse_numbers(text: str, most: int = 40) -> list[float]:
+    """Numbers separated by commas or spaces; a clear message for anything else or too many."""
+    tokens = text.replace(",", " ").split()
+    try:
+        values = [float(t) for t in tokens]
+    except ValueError:
+        bad = next(t for t in tokens if not _is_number(t))
+        raise ValueError(f"{bad[:20]!r} is not a number: type numbers separated by commas") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("numbers must be finite")
+    if len(values) > most:
+        raise ValueError(f"{len(values)} numbers: use at most {most}")
+    return values
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False

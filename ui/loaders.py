@@ -8,6 +8,9 @@ from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecModel, load_model
+from engine.seq2seq.model import Seq2Seq, load_seq2seq
+from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
+from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
 from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
@@ -64,3 +67,14 @@ def corpus(name: str) -> tuple[tuple[str, ...], ...]:
 @st.cache_resource(show_spinner="Loading 400,000 GloVe vectors (once per server)…")
 def glove() -> WordVectors:
     return load_glove()
+
+
+@st.cache_resource(show_spinner="Loading a seq2seq checkpoint…")
+def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
+    """A shipped encoder-decoder (engine/seq2seq/checkpoints/<name>.pt) in eval mode, with its metrics."""
+    return load_seq2seq(SEQ2SEQ_CHECKPOINTS / f"{name}.pt")
+
+
+@st.cache_resource(show_spinner="Loading the pointer network…")
+def pointer_network() -> tuple[PointerNetwork, dict]:
+    return load_pointer_network(SEQ2SEQ_CHECKPOINTS / "pointer_network.pt")

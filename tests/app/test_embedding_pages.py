@@ -1,8 +1,6 @@
 """The Embeddings pages, read back against the notes, the engine and gensim."""
 from __future__ import annotations
 
-import base64
-import json
 import math
 
 import numpy as np
@@ -14,50 +12,9 @@ from engine.embeddings.huffman import huffman_tree, word_probability
 from engine.embeddings.train import CHECKPOINTS
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import load_model
-from tests.app.conftest import assert_clean, open_page
+from tests.app.conftest import assert_clean, button, figures, metric, open_page, texts, trace
 
 SMALL_RUN = {"dim": "10", "epochs": "1"}  # Lee news, one epoch at d = 10: seconds, not minutes
-
-
-def metric(at, label_start: str) -> str:
-    return next(m.value for m in at.metric if m.label.startswith(label_start))
-
-
-def button(at, label: str):
-    return next(b for b in at.button if b.label == label)
-
-
-def texts(at) -> list[str]:
-    """Markdown and captions in page order."""
-    found = []
-
-    def walk(node):
-        if type(node).__name__ in ("Markdown", "Caption"):
-            found.append(node.value)
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at.main)
-    return found
-
-
-def _array(value):
-    """Plotly writes numeric arrays as {"dtype", "bdata" (base64), "shape"}; lists stay lists."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = [int(n) for n in str(value.get("shape", len(flat))).split(",")]
-        return flat.reshape(shape)
-    return np.asarray(value)
-
-
-def figures(at) -> dict[str, dict]:
-    """Every plotly chart on the page as {title: figure JSON}."""
-    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    return {spec["layout"].get("title", {}).get("text", ""): spec for spec in specs}
-
-
-def trace(spec: dict, i: int = 0) -> dict:
-    return {key: _array(value) if key in ("x", "y", "z") else value for key, value in spec["data"][i].items()}
 
 
 @pytest.fixture(scope="module")

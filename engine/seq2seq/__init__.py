@@ -1,0 +1,1 @@
+"""Sequence to sequence with attention: the date task, the encoder-decoder, coverage and pointers."""

@@ -1,0 +1,80 @@
+"""The Seq2seq attention pages, read back against the engine run here."""
+from __future__ import annotations
+
+import torch
+
+from engine.seq2seq.decode import translate
+from engine.seq2seq.model import load_seq2seq
+from engine.seq2seq.train import CHECKPOINTS
+from tests.app.conftest import assert_clean, figures, metric, open_page, trace
+
+
+def model(name: str):
+    return load_seq2seq(CHECKPOINTS / f"{name}.pt")[0]
+
+
+def test_attention_page_shows_the_models_own_weights():
+    at = open_page("seq2seq_attention", score="dot", text="march 3, 2021", step="3")
+    assert_clean(at)
+    expected = translate(model("dot"), "march 3, 2021")
+    assert at.subheader[0].value == f"“march 3, 2021” → {expected.output}"
+    heat = trace(figures(at)["Attention a_tj of the dot model: one row per output character"])
+    assert torch.allclose(torch.tensor(heat["z"], dtype=torch.float32), expected.attention, atol=1e-6)
+    bars = trace(next(spec for title, spec in figures(at).items() if title.startswith("Step 3")))
+    assert torch.allclose(torch.tensor(bars["y"], dtype=torch.float32), expected.attention[2], atol=1e-6)
+    assert metric(at, "Σ_j a_3j") == "1.000000"
+    assert at.dataframe[0].value["exact_match"].tolist()[2] == "100.0%"  # additive
+
+
+def test_attention_page_handles_empty_long_and_odd_input():
+    empty = open_page("seq2seq_attention", text="")
+    assert_clean(empty)
+    assert "empty" in empty.warning[0].value
+    long = open_page("seq2seq_attention", text="the 3rd of march 2021 " * 8)
+    assert_clean(long)
+    assert any("reads the first 48" in i.value for i in long.info)
+    odd = open_page("seq2seq_attention", text="3 märz 2021")
+    assert_clean(odd)
+    assert any("'ä'" in i.value for i in odd.info)
+
+
+def test_coverage_page_curves_are_running_sums_and_eq_50_divides():
+    text = "3 march 2021"
+    at = open_page("coverage", text=text, step="4")
+    assert_clean(at)
+    expected = translate(model("additive"), text)
+    curves = figures(at)["Coverage c^t_j, one curve per source character (without coverage)"]
+    first = trace(curves, 0)
+    assert torch.allclose(torch.tensor(first["y"], dtype=torch.float32), expected.attention[:, 0].cumsum(0)
+                          - expected.attention[:, 0], atol=1e-6)
+    mean = open_page("coverage", text=text, step="4", mean="True")
+    first_mean = trace(figures(mean)["Coverage c^t_j, one curve per source character (without coverage)"], 0)
+    steps = torch.arange(len(expected.attention)).clamp(min=1)
+    assert torch.allclose(torch.tensor(first_mean["y"], dtype=torch.float32),
+                          torch.tensor(first["y"], dtype=torch.float32) / steps, atol=1e-6)
+
+
+def test_pointer_generator_page_mixture_matches_the_model():
+    at = open_page("pointer_generator", text="call ximena on 3 march 2021")
+    assert_clean(at)
+    assert at.subheader[0].value.endswith("→ ximena 2021-03-03")
+    assert float(metric(at, "max |mixture")) < 1e-5
+    table = at.dataframe[0].value
+    assert (table["g"] < 0.5).iloc[:6].all()  # the name's letters are copied
+
+
+def test_pointer_network_page_sorts_typed_numbers_and_refuses_words():
+    at = open_page("pointer_network", numbers="0.42, 0.17, 0.93, 0.05, 0.61")
+    assert_clean(at)
+    assert at.subheader[0].value == "→ 0.050, 0.170, 0.420, 0.610, 0.930"
+    assert at.success
+    bad = open_page("pointer_network", numbers="0.4, abc")
+    assert_clean(bad)
+    assert "'abc' is not a number" in bad.warning[0].value
+
+
+def test_cross_attention_page_equals_the_decoder():
+    at = open_page("cross_attention", model="general")
+    assert_clean(at)
+    assert float(metric(at, "max |step by step")) < 1e-5
+    assert float(metric(at, "max |c_t")) < 1e-5

@@ -1,0 +1,41 @@
+"""Pieces the seq2seq pages share: character labels, the source × output attention heatmap, metrics."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.seq2seq.dates import MAX_SOURCE
+from engine.seq2seq.decode import unknown_characters
+from ui import figures
+
+
+def char_labels(text: str) -> list[str]:
+    """One unique label per character (a heatmap axis merges equal labels): position and character."""
+    return [f"{j} {'␣' if c == ' ' else c}" for j, c in enumerate(text)]
+
+
+def output_labels(output: str, steps: int) -> list[str]:
+    return char_labels(output + "⏹")[:steps]  # the last step emits the end symbol
+
+
+def attention_heatmap(weights, source: str, output: str, title: str, x_title: str = "source character",
+                      y_title: str = "output character") -> None:
+    """Rows: decoding steps; columns: source positions; each row sums to 1."""
+    figures.show(figures.heatmap(weights.numpy(), char_labels(source), output_labels(output, len(weights)), title,
+                                 x_title=x_title, y_title=y_title, annotate=False))
+
+
+def checked_input(page, text: str) -> str:
+    """Say on the page what the model will not see as typed."""
+    if len(text) > MAX_SOURCE:
+        page.notice(f"The input has {len(text)} characters; the model reads the first {MAX_SOURCE}.")
+    unknown = unknown_characters(text[:MAX_SOURCE])
+    if unknown:
+        page.notice(f"Characters the model never saw are read as unknown: {' '.join(map(repr, unknown))}")
+    return text
+
+
+def metrics_table(rows: dict[str, dict]) -> None:
+    """Held-out metrics stored with each checkpoint, one row per model."""
+    st.dataframe({"model": list(rows), **{key: [f"{r[key]:.1%}" for r in rows.values()]
+                                           for key in ("exact_match", "repetition_rate", "skip_rate")}},
+                 hide_index=True)

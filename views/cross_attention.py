@@ -1,0 +1,41 @@
+import streamlit as st
+
+from engine.seq2seq.cross import as_cross_attention
+from engine.seq2seq.decode import translate
+from ui.loaders import seq2seq_checkpoint
+from ui.page import Page, equations, gaps
+from ui.seq2seq import attention_heatmap, checked_input
+
+page = Page("cross_attention")
+st.markdown(
+    "In a transformer's cross-attention the queries come from one sequence and the keys and values from "
+    "another (000 §8.4). The seq2seq decoder already does exactly this, one step at a time: its query is "
+    "the state s_{t−1}, its keys and values are the encoder states z_j. Stack the decoder's queries into Q "
+    "and the encoder's states into K and V, and one matrix product gives every step's weights at once."
+)
+c1, c2 = st.columns([1, 3])
+name = page.select("Model (its scores are a product QKᵀ)", "model", ["dot", "general"], where=c1)
+text = checked_input(page, page.text("A date", "text", "march 3, 2021", max_chars=200, where=c2))
+model, _ = seq2seq_checkpoint(name)
+with page.guard():
+    result = translate(model, text)
+    cross = as_cross_attention(model, result)
+    st.subheader(f"“{result.source}” → {result.output}")
+    T, S, D = len(cross.Q), len(cross.K), cross.Q.shape[1]
+    g1, g2, g3 = st.columns(3)
+    with g1:
+        attention_heatmap(result.attention, result.source, result.output, "The decoder, step by step")
+    with g2:
+        attention_heatmap(cross.at_once.weights, result.source, result.output, "softmax(QKᵀ), all steps at once")
+    with g3:
+        attention_heatmap(cross.scaled.weights, result.source, result.output, "softmax(QKᵀ/√D): scaled, as eq. 57")
+    gaps(("max |step by step − softmax(QKᵀ)|", result.attention.numpy(), cross.at_once.weights.numpy()),
+         ("max |c_t − (softmax(QKᵀ) V)_t|", result.context.numpy(), cross.at_once.output.numpy()))
+    st.caption(f"Q is {T} × {D} (one decoder state per output step), K and V are {S} × {D} (one encoder state per "
+               f"input character). The model was trained without the 1/√D, so the scaled weights are flatter than "
+               "the ones it learned to use: scaling is a choice made at training time, not a free change.")
+equations(
+    ("000 eq. 84-85: cross-attention", r"Q \text{ from one sequence},\quad K = V\text{-side from the other}"),
+    ("000 eq. 42, 44 as matrices", r"A = \operatorname{softmax}(Q K^\top),\quad C = A V"),
+    ("000 eq. 57", r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V"),
+)

@@ -1,0 +1,45 @@
+import streamlit as st
+
+from engine.seq2seq.decode import translate
+from ui import figures
+from ui.loaders import seq2seq_checkpoint
+from ui.page import Page, equations
+from ui.seq2seq import attention_heatmap, checked_input, metrics_table, output_labels
+
+page = Page("pointer_generator")
+st.markdown(
+    "The task: “call ximena on 3 march 2021” → “ximena 2021-03-03”. Names are random syllables and the "
+    "output vocabulary has digits, “-” and the space but **no letters**, so a name can only be copied from "
+    "the input. At each step the gate g decides how much probability comes from the vocabulary (generate) "
+    "and how much from the attention over the input (copy, 000 eq. 53); characters outside the vocabulary "
+    "are written through an extended vocabulary made of the input's own characters."
+)
+text = checked_input(page, page.text("Input", "text", "call ximena on the 3rd of march 2021", max_chars=200))
+model, extra = seq2seq_checkpoint("pointer")
+with page.guard():
+    result = translate(model, text)
+    st.subheader(f"“{result.source}” → {result.output}")
+    labels = output_labels(result.output, len(result.attention))
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(figures.bars(labels, {"g (generate)": result.gate.tolist(),
+                                           "1 − g (copy)": (1 - result.gate).tolist()},
+                                  title="The gate at every step", y_title="weight"))
+        mixture = result.gate * result.p_vocab + (1 - result.gate) * result.p_ptr
+        st.dataframe({"step": labels, "g": result.gate.numpy(), "p_vocab(y)": result.p_vocab.numpy(),
+                      "p_ptr(y)": result.p_ptr.numpy(), "g·p_vocab + (1−g)·p_ptr": mixture.numpy(),
+                      "p(y) from the model": result.p_final.numpy()}, hide_index=True,
+                     column_config={k: st.column_config.NumberColumn(format="%.4f")
+                                    for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
+                                              "p(y) from the model")})
+        attention_heatmap(result.attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
+    with right:
+        equations(
+            ("000 eq. 52", r"a_{tj} = \operatorname{softmax}_j\big(v^\top \tanh(W_1 s_{t-1} + W_2 z_j)\big)"),
+            ("pointer distribution", r"p_{\text{ptr}}(w) = \sum_{j:\, x_j = w} a_{tj}"),
+            ("000 eq. 53", r"p(w) = g\, p_{\text{vocab}}(w) + (1 - g)\, p_{\text{ptr}}(w)"),
+            ("gate", r"g = \sigma(w_g^\top [s_t;\, c_t;\, \operatorname{emb}(y_{t-1})] + b_g)"),
+        )
+        st.metric("max |mixture − model's p(y)|", f"{float((mixture - result.p_final).abs().max()):.1e}")
+        st.markdown("**Held-out (2,000 generated names and dates)**")
+        metrics_table({"pointer-generator": extra["metrics"]})

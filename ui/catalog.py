@@ -65,7 +65,7 @@ PAGES = (
              "000 §7.2.1-7.2.2 eq. 51-52", "n"),
     PageInfo("cross_attention", "Cross-attention", "Seq2seq attention", ":material/join:", 2017,
              "The same decoder attention as one matrix product: queries from one side, keys and values from the other.",
-             "000 §8.4 eq. 84-85, eq. 57", "model"),
+             "000 §8.4 eq. 84-85, eq. 57", "text"),
     PageInfo("kernel_regression", "Kernel regression", "Attention and Transformers", ":material/scatter_plot:", 1964,
              "Nadaraya-Watson regression: attention pooling before neural networks.", "001 §1.3", "h"),
     PageInfo("scoring_functions", "Scoring functions", "Attention and Transformers", ":material/functions:", 2014,

@@ -29,7 +29,7 @@ c1, c2, c3 = st.columns([3, 1, 1])
 text = checked_input(page, page.text("A date, as you would write it", "text", "march 3rd, 2021 at 4 pm",
                                      max_chars=200, where=c1, help="Also try “tuesday, the 3rd of march 2021, not "
                                      "the 4th”, or just “3”, where the plain model repeats itself"))
-mean = page.toggle("Coverage as a mean (eq. 50)", "mean", False, where=c2,
+mean = page.toggle("Mean (eq. 50)", "mean", False, where=c2,
                    help="000 eq. 48 sums earlier attention; eq. 50 divides by t, so c^t stays a distribution")
 step = page.slider("Step t", "step", 1, 20, 4, where=c3)
 with page.guard():

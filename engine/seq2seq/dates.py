@@ -116,7 +116,9 @@ def target_ids(text: str) -> list[int]:
 
 
 def decode_target(ids) -> str:
-    return "".join(TARGET.decode([i]) if i < len(TARGET) else SOURCE.chars[i - len(TARGET)] for i in ids)
+    """Output text; a copied unknown character shows as �."""
+    return "".join(TARGET.decode([i]) if i < len(TARGET) else SOURCE.chars[i - len(TARGET)].replace(UNK, "�")
+                   for i in ids)
 
 
 def batch(pairs: list[Example]) -> tuple[torch.Tensor, torch.Tensor]:

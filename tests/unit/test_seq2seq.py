@@ -126,3 +126,8 @@ def test_bad_input_is_refused_or_clipped(shipped):
     assert len(long.source) == MAX_SOURCE
     odd = translate(model, "3 märz 2021 ☃")  # unknown characters are read as unknown, no crash
     assert len(odd.output) > 0
+
+
+def test_the_pointer_model_copies_an_unknown_character_as_unknown(shipped):
+    model, _ = shipped["pointer"]
+    assert translate(model, "call xiména on 3 march 2021").output == "xim�na 2021-03-03"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
 from engine.embeddings.corpus import load_corpus
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
@@ -78,3 +79,12 @@ def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
 @st.cache_resource(show_spinner="Loading the pointer network…")
 def pointer_network() -> tuple[PointerNetwork, dict]:
     return load_pointer_network(SEQ2SEQ_CHECKPOINTS / "pointer_network.pt")
+
+
+def decoding_model(name: str, text: str, page):
+    """A stepper for the decoding lab: a seq2seq date model reading text, or the character LM continuing it."""
+    if name == "lm":
+        model, vocab, _ = char_model("causal")
+        ids, _ = prompt_ids(page, text, vocab, limit=200)
+        return LanguageModelStepper(model, vocab, ids)
+    return Seq2SeqStepper(seq2seq_checkpoint(name)[0], text)

@@ -1,0 +1,64 @@
+"""Steppers for the search: the seq2seq date models (with attention, so cp applies) and the character
+TransformerLM (open generation, no source)."""
+from __future__ import annotations
+
+import torch
+
+from engine.seq2seq.dates import BOS, EOS, MAX_SOURCE, TARGET, Example, batch, decode_target
+from engine.seq2seq.model import Memory, Seq2Seq
+from engine.transformer.model import TransformerLM
+from engine.transformer.text import CharVocab
+
+
+class Seq2SeqStepper:
+    """Decoder states and coverage carried per live prefix; the source is encoded once."""
+
+    def __init__(self, model: Seq2Seq, text: str):
+        if not text.strip():
+            raise ValueError("type an input to decode: it is empty")
+        self.model, self.source = model, text.lower()[:MAX_SOURCE]
+        self.bos, self.eos, self.vocab_size = TARGET.index[BOS], TARGET.index[EOS], model.output_size
+        self.source_length = len(self.source)
+        self.x, _ = batch([Example(self.source, "")])
+
+    def start(self) -> None:
+        with torch.no_grad():
+            self.memory, self.s = self.model.encode(self.x)  # (1, S, D), (1, D)
+        self.coverage = torch.zeros(self.x.shape)
+
+    @torch.no_grad()
+    def step(self, last: torch.Tensor, parents: torch.Tensor):
+        B = len(last)
+        m = self.memory
+        memory = Memory(m.z.expand(B, -1, -1), m.keys.expand(B, -1, -1), m.mask.expand(B, -1), m.copy_ids.expand(B, -1))
+        out = self.model.step(last, self.s[parents], self.coverage[parents], memory)
+        self.s, self.coverage = out.state, out.coverage
+        return out.log_p, out.attention
+
+    def label(self, token: int) -> str:
+        return "⏹" if token == self.eos else decode_target([token]).replace(" ", "␣")
+
+
+class LanguageModelStepper:
+    """The TransformerLM with its KV cache (000 §8.5): the prompt is read once, each step reads one new
+    token per prefix, and the cache rows follow their prefixes by `parents`."""
+
+    def __init__(self, model: TransformerLM, vocab: CharVocab, prompt_ids: torch.Tensor, eos_char: str = "."):
+        self.model, self.vocab, self.prompt = model, vocab, prompt_ids
+        self.eos, self.vocab_size, self.source_length = vocab.chars.index(eos_char), len(vocab), 0
+        self.bos = int(prompt_ids[-1])  # the search's root is the prompt's last character
+
+    @torch.no_grad()
+    def start(self) -> None:
+        before = self.prompt[None, :-1]  # (1, P − 1): the root token is fed by the first step
+        self.cache = self.model(before).cache if before.shape[1] else None
+
+    @torch.no_grad()
+    def step(self, last: torch.Tensor, parents: torch.Tensor):
+        cache = [(k[parents], v[parents]) for k, v in self.cache] if self.cache else None  # (B, H, T, d) each
+        out = self.model(last[:, None], cache=cache)
+        self.cache = out.cache
+        return torch.log_softmax(out.logits[:, -1].float(), dim=-1), None
+
+    def label(self, token: int) -> str:
+        return self.vocab.decode([token]).replace(" ", "␣").replace("\n", "⏎")

@@ -1,0 +1,31 @@
+"""The finished hypotheses of a search, scored by every rule and ranked by each."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.decoding.penalties import RULES, Scoring
+from engine.decoding.search import SearchTree
+
+
+@dataclass
+class Hypothesis:
+    node: int  # id of its last node in the tree
+    tokens: list[int]
+    terms: dict  # log_p, length, lp, lp_star, cp, ep and one score per rule
+    rank: dict  # rule -> 1-based rank among the finished
+
+
+def ranked_hypotheses(tree: SearchTree, scoring: Scoring, source_length: int) -> list[Hypothesis]:
+    """Every finished hypothesis, best raw log P first; |Y| counts generated tokens, the end symbol included."""
+    found = [Hypothesis(n.id, tree.tokens(n.id), scoring.terms(n.cum_log_p, n.depth, tree.attention(n.id),
+                                                               source_length), {})
+             for n in tree.finished]
+    for rule in RULES:
+        for position, h in enumerate(sorted(found, key=lambda h: -h.terms[rule]), start=1):
+            h.rank[rule] = position
+    return sorted(found, key=lambda h: h.rank["raw"])
+
+
+def winners(hypotheses: list[Hypothesis]) -> dict[str, int]:
+    """The node each rule would output."""
+    return {rule: next(h.node for h in hypotheses if h.rank[rule] == 1) for rule in RULES} if hypotheses else {}

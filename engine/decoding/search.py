@@ -1,0 +1,123 @@
+"""One search over any model that extends prefixes (000 §6, eq. 27-30): exhaustive (width N), greedy
+(width 1) and beam (width W), batched across live prefixes, returning the whole search tree.
+
+A model is a Stepper: `start()` resets it for a new search; `step(last, parents)` extends the prefixes
+of the previous call, the b-th new prefix being prefix parents[b] followed by token last[b], and
+returns log-probabilities of the next token (B, N) and, for models with attention, each prefix's
+attention over the source at that step (B, S). Carrying state by `parents` lets a model keep its
+decoder states instead of rereading every prefix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+MAX_EXPANSIONS = 200_000  # exhaustive search refuses trees larger than this
+
+
+class Stepper(Protocol):
+    bos: int
+    eos: int
+    vocab_size: int
+    source_length: int  # |X| for the length-ratio bonus and cp; 0 for a language model
+
+    def start(self) -> None: ...
+
+    def step(self, last: torch.Tensor, parents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+
+
+@dataclass
+class Node:
+    id: int
+    parent: int | None
+    token: int
+    log_p: float  # log Pr(token | prefix)
+    cum_log_p: float  # log Pr of the whole prefix, eq. 31
+    depth: int
+    status: str = "kept"  # "kept", "pruned" (dropped from the beam) or "finished" (ended with EOS or at max length)
+    attention: torch.Tensor | None = None  # (S,) this step's attention over the source
+
+
+@dataclass
+class SearchTree:
+    method: str
+    width: int
+    nodes: list[Node] = field(default_factory=list)
+
+    def path(self, node_id: int) -> list[Node]:
+        """Root excluded, in order."""
+        out = []
+        while node_id is not None and self.nodes[node_id].parent is not None:
+            out.append(self.nodes[node_id])
+            node_id = self.nodes[node_id].parent
+        return out[::-1]
+
+    def tokens(self, node_id: int) -> list[int]:
+        return [n.token for n in self.path(node_id)]
+
+    def attention(self, node_id: int) -> torch.Tensor | None:
+        """The hypothesis' attention matrix (|Y|, |X|), one row per generated token."""
+        rows = [n.attention for n in self.path(node_id)]
+        return torch.stack(rows) if rows and rows[0] is not None else None
+
+    @property
+    def finished(self) -> list[Node]:
+        return [n for n in self.nodes if n.status == "finished"]
+
+
+def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: int | None = None) -> SearchTree:
+    """method "greedy" (width 1), "beam" (width W) or "exhaustive" (every prefix kept). The tree holds every
+    survivor and, per step, the best `pruned_shown` of the dropped candidates (None: all of them)."""
+    if max_len < 1:
+        raise ValueError("the maximum length must be at least 1")
+    if method == "exhaustive":
+        count = sum(model.vocab_size ** t for t in range(1, max_len + 1))
+        if count > MAX_EXPANSIONS:
+            raise ValueError(f"exhaustive search would expand {count:,} nodes ({model.vocab_size} tokens, "
+                             f"depth {max_len}); at most {MAX_EXPANSIONS:,}: lower the maximum length")
+        width = None
+    elif method == "greedy":
+        width = 1
+    elif method == "beam":
+        if width < 1:
+            raise ValueError("the beam width W must be at least 1")
+        if width > model.vocab_size:
+            raise ValueError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): at most {model.vocab_size}")
+    else:
+        raise ValueError(f"unknown method {method!r}")
+    return _expand(model, method, width, max_len, pruned_shown)
+
+
+def _expand(model: Stepper, method: str, width: int | None, max_len: int, pruned_shown: int | None) -> SearchTree:
+    tree = SearchTree(method, width or model.vocab_size)
+    tree.nodes.append(Node(0, None, model.bos, 0.0, 0.0, 0))
+    model.start()
+    live = [0]  # node ids of the prefixes the model's last call extended
+    last, parents = torch.tensor([model.bos]), torch.tensor([0])
+    for depth in range(1, max_len + 1):
+        log_p, attention = model.step(last, parents)  # (B, N), (B, S) or None
+        cum = torch.tensor([tree.nodes[i].cum_log_p for i in live], dtype=torch.float64)[:, None] + log_p.double()
+        keep = cum.numel() if width is None else min(width, cum.numel())
+        order = cum.flatten().argsort(descending=True)
+        chosen = set(order[:keep].tolist())
+        shown = order if pruned_shown is None else order[:keep + pruned_shown]
+        next_live, next_last, next_parents = [], [], []
+        for flat in shown.tolist():  # the best `keep` survive; the rest are pruned
+            b, token = divmod(flat, log_p.shape[1])
+            node = Node(len(tree.nodes), live[b], token, float(log_p[b, token]), float(cum[b, token]), depth,
+                        attention=attention[b] if attention is not None else None)
+            tree.nodes.append(node)
+            if flat not in chosen:
+                node.status = "pruned"
+            elif token == model.eos or depth == max_len:
+                node.status = "finished"
+            else:
+                next_live.append(node.id)
+                next_last.append(token)
+                next_parents.append(b)
+        if not next_live:  # every survivor finished: the beam has shrunk to nothing
+            break
+        live, last, parents = next_live, torch.tensor(next_last), torch.tensor(next_parents)
+    return tree

@@ -1,0 +1,159 @@
+"""Search and scores against brute force over every sequence and the notes' formulas by hand."""
+import itertools
+import math
+
+import pytest
+import torch
+
+from engine.decoding.penalties import Scoring, cp, ep, eq40_matrices, figure_1, lp, lp_star
+from engine.decoding.ranking import ranked_hypotheses, winners
+from engine.decoding.search import MAX_EXPANSIONS, search
+
+EOS = 0
+
+
+class ToyModel:
+    """Log-probabilities fixed by a hash of the prefix: a model no search can guess, over N tokens."""
+
+    bos, eos, source_length = -1, EOS, 0
+
+    def __init__(self, vocab_size: int = 3, seed: int = 0):
+        self.vocab_size, self.seed = vocab_size, seed
+
+    def log_probs(self, prefix: tuple[int, ...]) -> torch.Tensor:
+        g = torch.Generator().manual_seed(hash((self.seed,) + prefix) % 2**31)
+        return torch.log_softmax(2 * torch.randn(self.vocab_size, generator=g), 0)
+
+    def start(self) -> None:
+        self.prefixes = [()]
+
+    def step(self, last, parents):
+        if self.prefixes == [()] and last.tolist() == [self.bos]:
+            self.prefixes = [()]
+        else:
+            self.prefixes = [self.prefixes[p] + (int(t),) for p, t in zip(parents.tolist(), last.tolist())]
+        return torch.stack([self.log_probs(p) for p in self.prefixes]), None
+
+
+def brute_force_best(model: ToyModel, max_len: int) -> tuple[tuple[int, ...], float]:
+    """argmax of log P over every sequence that ends with EOS or reaches max_len (eq. 28)."""
+    best, best_score = None, -math.inf
+    for length in range(1, max_len + 1):
+        for seq in itertools.product(range(model.vocab_size), repeat=length):
+            if EOS in seq[:-1] or (length < max_len and seq[-1] != EOS):
+                continue
+            score = sum(float(model.log_probs(seq[:t])[tok]) for t, tok in enumerate(seq))
+            if score > best_score:
+                best, best_score = seq, score
+    return best, best_score
+
+
+def best_raw(tree):
+    node = max(tree.finished, key=lambda n: n.cum_log_p)
+    return tuple(tree.tokens(node.id)), node.cum_log_p
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exhaustive_equals_the_argmax_over_all_sequences(seed):
+    model = ToyModel(3, seed)
+    expected, score = brute_force_best(model, 5)
+    found, found_score = best_raw(search(model, "exhaustive", 0, 5))
+    assert found == expected and found_score == pytest.approx(score, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beam_of_width_one_is_greedy_and_a_full_beam_is_exhaustive(seed):
+    model = ToyModel(3, seed)
+    greedy, beam1 = search(model, "greedy", 1, 6), search(model, "beam", 1, 6)
+    assert [tuple(greedy.tokens(n.id)) for n in greedy.finished] == [tuple(beam1.tokens(n.id)) for n in beam1.finished]
+    prefix, tokens = (), []
+    for _ in range(6):  # greedy by hand: the best next token each time (eq. 29)
+        token = int(model.log_probs(prefix).argmax())
+        tokens.append(token)
+        prefix += (token,)
+        if token == EOS:
+            break
+    assert tuple(greedy.tokens(greedy.finished[0].id)) == tuple(tokens)
+    full = search(model, "beam", 3, 4)  # W = N: every prefix survives, as in exhaustive search
+    assert best_raw(full) == best_raw(search(model, "exhaustive", 0, 4))
+
+
+def test_search_tree_marks_kept_pruned_and_finished():
+    tree = search(ToyModel(4, 1), "beam", 2, 5)
+    statuses = {n.status for n in tree.nodes[1:]}
+    assert statuses <= {"kept", "pruned", "finished"} and "pruned" in statuses and tree.finished
+    for depth in range(1, 6):  # at most W survivors (kept or finished) per depth
+        assert sum(n.status != "pruned" for n in tree.nodes if n.depth == depth) <= 2
+
+
+@pytest.mark.parametrize("method,width,max_len,message", [
+    ("beam", 0, 5, "at least 1"), ("beam", 9, 5, "wider than the vocabulary"), ("greedy", 1, 0, "maximum length"),
+    ("exhaustive", 0, 20, "would expand"),
+])
+def test_bad_settings_are_refused(method, width, max_len, message):
+    with pytest.raises(ValueError, match=message):
+        search(ToyModel(4), method, width, max_len)
+    assert MAX_EXPANSIONS >= 100_000
+
+
+def test_penalties_by_hand():
+    assert lp(1, 0.6) == pytest.approx(1.0)
+    assert lp(10, 0.6) == pytest.approx((15 / 6) ** 0.6)
+    assert lp_star(10, 0.6) == pytest.approx(10 ** 0.6)
+    assert ep(6, 4, 0.5) == pytest.approx(0.75)
+    a = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.2, 0.6]])
+    assert cp(a, 0.2) == pytest.approx(0.2 * (math.log(0.7) + math.log(0.7) + math.log(0.6)))
+    curves = figure_1([0.5], 3)
+    assert curves["lp, α = 0.5"] == pytest.approx([1.0, (7 / 6) ** 0.5, (8 / 6) ** 0.5])
+    assert curves["lp*, α = 0.5"] == pytest.approx([1.0, 2 ** 0.5, 3 ** 0.5])
+
+
+def test_eq40_matrices_give_the_least_and_the_most_coverage():
+    matrices = eq40_matrices()
+    assert cp(matrices["minimised cp"], 1.0) == -math.inf  # two source words never attended: log 0
+    assert cp(matrices["maximised cp"], 1.0) == 0.0  # every column sums to 1: log 1 = 0, the maximum
+    with pytest.raises(ValueError):
+        Scoring(alpha=-0.1)
+
+
+def test_with_no_penalties_every_rule_is_the_raw_log_probability():
+    tree = search(ToyModel(3, 2), "exhaustive", 0, 4)
+    found = ranked_hypotheses(tree, Scoring(0, 0, 0), source_length=4)
+    for h in found:
+        assert h.terms["mean"] == h.terms["gnmt"] == h.terms["gnmt_star"] == h.terms["raw"]
+    assert len(set(winners(found).values())) == 1
+
+
+def test_length_normalisation_can_change_the_winner():
+    tree = search(ToyModel(3, 3), "exhaustive", 0, 5)
+    found = ranked_hypotheses(tree, Scoring(alpha=2.0), source_length=1)
+    lengths = {rule: len(tree.tokens(node)) for rule, node in winners(found).items()}
+    assert lengths["mean"] >= lengths["raw"]  # dividing by |Y|^α favours longer outputs
+
+
+def test_language_model_stepper_with_its_cache_equals_rereading_the_prefix():
+    from engine.decoding.models import LanguageModelStepper
+    from engine.transformer.model import load_checkpoint
+    from engine.transformer.text import CharVocab
+    from engine.transformer.train import CHECKPOINTS
+
+    lm, extra = load_checkpoint(CHECKPOINTS / "char_causal.pt")
+    vocab = CharVocab(extra["vocab"])
+    prompt = vocab.encode("The government said")
+    tree = search(LanguageModelStepper(lm, vocab, prompt), "greedy", 1, 25)
+    found = tree.tokens(tree.finished[0].id)
+    ids, expected = prompt, []
+    with torch.no_grad():
+        for _ in found:  # greedy by rereading the whole sequence, no cache
+            token = int(lm(ids[None]).logits[0, -1].argmax())
+            expected.append(token)
+            ids = torch.cat([ids, torch.tensor([token])])
+    assert found == expected
+    beams = search(LanguageModelStepper(lm, vocab, prompt), "beam", 4, 6)
+    for node in beams.finished:  # each beam's cumulative log P equals the uncached sum along its path
+        seq, total = prompt, 0.0
+        with torch.no_grad():
+            for token in beams.tokens(node.id):
+                total += float(torch.log_softmax(lm(seq[None]).logits[0, -1].float(), -1)[token])
+                seq = torch.cat([seq, torch.tensor([token])])
+        assert total == pytest.approx(node.cum_log_p, abs=1e-3)

@@ -1,0 +1,125 @@
+import math
+
+import streamlit as st
+
+from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
+from engine.decoding.ranking import ranked_hypotheses, winners
+from engine.decoding.search import search
+from engine.decoding.study import search_error_study
+from engine.seq2seq.dates import distracted_examples
+from ui import figures
+from ui.loaders import decoding_model, seq2seq_checkpoint
+from ui.page import Page, equations
+from ui.seq2seq import attention_heatmap
+
+MODELS = ["additive", "additive_coverage", "dot", "lm"]
+RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
+              "gnmt_star": "log P / lp* + cp + ep"}
+
+
+def _hover(node, hypothesis, label) -> str:
+    """Every term of a node: its token's and prefix's log-probabilities and, when finished, each score."""
+    lines = [f"“{label(tree.tokens(node.id))}”", f"log p(token) = {node.log_p:.4f}",
+             f"log P(prefix) = {node.cum_log_p:.4f}", f"depth {node.depth}, {node.status}"]
+    if hypothesis is not None:
+        t = hypothesis.terms
+        lines += [f"lp = {t['lp']:.4f}, lp* = {t['lp_star']:.4f}, cp = {t['cp']:.4f}, ep = {t['ep']:.4f}"]
+        lines += [f"{RULE_NAMES[r]} = {t[r]:.4f} (rank {hypothesis.rank[r]})" for r in RULES]
+    return "<br>".join(lines)
+
+
+STUDY_WIDTHS, STUDY_SEED = [1, 2, 4, 8], 30_000
+
+
+@st.cache_data(show_spinner="Exhaustive search and four beams on 30 inputs, about 2 seconds…")
+def error_study(name: str):
+    return search_error_study(seq2seq_checkpoint(name)[0], distracted_examples(30, STUDY_SEED), STUDY_WIDTHS, length=3)
+
+
+page = Page("decoding_lab")
+st.markdown(
+    "Search for the output a model finds most probable (000 eq. 27). Exhaustive search keeps every branch "
+    "(N^T of them), greedy keeps one, beam search keeps the W best at every depth (eq. 30). Every node the "
+    "search expanded is drawn; pruned ones are faded. Finished hypotheses are then ranked by raw log P and "
+    "by the normalised scores of §6.2-6.4. Models: the seq2seq date normalisers (with attention, so the "
+    "coverage penalty applies) or the character TransformerLM continuing a prompt."
+)
+c1, c2, c3 = st.columns([1, 3, 1])
+name = page.select("Model", "model", MODELS, where=c1,
+                   help="additive, additive_coverage, dot: the date models; lm: the character TransformerLM")
+text = page.text("Input (a date) or prompt (lm)", "text", "march 3rd, 2021 at 4 pm", max_chars=200, where=c2)
+method = page.select("Search", "method", ["beam", "greedy", "exhaustive"], where=c3)
+c1, c2, c3, c4, c5 = st.columns(5)
+width = page.slider("Beam width W", "W", 0, 16, 4, where=c1)
+max_len = page.slider("Maximum length T", "T", 0, 30, 12, where=c2)
+alpha = page.slider("α (length)", "alpha", 0.0, 2.0, 0.6, 0.1, where=c3)
+beta = page.slider("β (coverage)", "beta", 0.0, 1.0, 0.2, 0.05, where=c4)
+gamma = page.slider("γ (length ratio)", "gamma", 0.0, 1.0, 0.0, 0.05, where=c5)
+with page.guard():
+    model = decoding_model(name, text, page)
+    scoring = Scoring(alpha, beta, gamma)
+    tree = search(model, method, width, max_len, pruned_shown=None if method == "exhaustive" else 2 * max(width, 1))
+    found = ranked_hypotheses(tree, scoring, model.source_length)
+    best = winners(found)
+    label = lambda tokens: "".join(model.label(t) for t in tokens)  # noqa: E731
+    left, right = st.columns([3, 2])
+    with left:
+        finished = {h.node: h for h in found}
+        nodes = [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
+                                  "start" if n.parent is None else model.label(n.token) if n.status != "pruned" else "",
+                                  _hover(n, finished.get(n.id), label), n.cum_log_p, faded=n.status == "pruned")
+                 for n in tree.nodes]
+        figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
+                                  colour_title="log P of prefix"))
+    with right:
+        n_x = model.source_length or "|X|"
+        equations(
+            ("000 eq. 34-35 with eq. 41, this page's values",
+             rf"s = \frac{{\log P}}{{(5 + |Y|)^{{{alpha:g}}} / 6^{{{alpha:g}}}}} + \text{{cp}} + {gamma:g}\,\frac{{|Y|}}{{{n_x}}}"),
+            ("000 eq. 37", rf"\text{{cp}} = {beta:g} \sum_j \log\big(\min(\textstyle\sum_i a_{{ij}}, 1)\big)"),
+            ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
+        )
+        if best:
+            outputs = {rule: label(tree.tokens(node)) for rule, node in best.items()}
+            st.markdown("**What each rule outputs**" + (" (they disagree)" if len(set(outputs.values())) > 1 else ""))
+            st.dataframe({"rule": [RULE_NAMES[r] for r in RULES], "output": [outputs[r] for r in RULES]},
+                         hide_index=True)
+    st.subheader("Finished hypotheses, every rule side by side")
+    st.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
+                  **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
+                  **{f"rank: {r}": [h.rank[r] for h in found] for r in RULES},
+                  "lp": [round(h.terms["lp"], 4) for h in found], "cp": [round(h.terms["cp"], 4) for h in found]},
+                 hide_index=True)
+    g1, g2 = st.columns(2)
+    with g1:
+        alphas = sorted({0.2, 0.6, 1.0, alpha})
+        curves = figure_1(alphas, 50)
+        figures.show(figures.lines(list(range(1, 51)), curves, title="000 Figure 1: lp against lp* over |Y|",
+                                   x_title="|Y|", y_title="penalty", markers=False,
+                                   dashed=[k for k in curves if k.startswith("lp*")]))
+    with g2:
+        if best and tree.attention(best["gnmt"]) is not None:
+            attention = tree.attention(best["gnmt"])
+            attention_heatmap(attention, model.source, label(tree.tokens(best["gnmt"])),
+                              f"The GNMT winner's attention: cp = {cp(attention, beta):.3f}")
+        else:
+            st.info("The language model reads no source, so it has no attention matrix and no coverage penalty.")
+st.subheader("000 eq. 40: the two attention matrices of the coverage penalty")
+columns = st.columns(2)
+for column, (title, matrix) in zip(columns, eq40_matrices().items()):
+    with column:
+        value = cp(matrix, beta if beta else 1.0)
+        shown = "−∞" if math.isinf(value) else f"{value:.3f}"
+        figures.show(figures.heatmap(matrix.numpy(), ["x1", "x2", "x3"], ["y1", "y2", "y3"],
+                                     f"{title}: cp = {shown} (β = {beta if beta else 1.0:g})", height=260))
+
+st.subheader("000 §6.1: search error or model error?")
+study_model = "dot"  # the fastest date model: exhaustive search over 15³ prefixes for 30 inputs in about 2 s
+study = error_study(study_model)
+figures.show(figures.lines(study.widths, {"search error: beam below the exhaustive best": study.search_error,
+                                          "model error: the exhaustive best is wrong": [study.model_error] * len(study.widths)},
+                           title=f"{study.n} held-out dates with a distraction, first 3 output characters, {study_model} model",
+                           x_title="beam width W", y_title="share of inputs", dashed=["model error: the exhaustive best is wrong"]))
+st.caption("Exhaustive search over all 15³ three-character prefixes finds the sequence the model itself rates "
+           "best; a beam that misses it makes a search error. When even that best is wrong, no search can help: "
+           "the model is wrong. Here the search errors vanish already at small W and what remains is model error.")

@@ -14,7 +14,7 @@ def char_labels(text: str) -> list[str]:
 
 
 def output_labels(output: str, steps: int) -> list[str]:
-    return char_labels(output + "⏹")[:steps]  # the last step emits the end symbol
+    return char_labels(output + "■")[:steps]  # the last step emits the end symbol
 
 
 def attention_heatmap(weights, source: str, output: str, title: str, x_title: str = "source character",

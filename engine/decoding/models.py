@@ -36,7 +36,7 @@ class Seq2SeqStepper:
         return out.log_p, out.attention
 
     def label(self, token: int) -> str:
-        return "⏹" if token == self.eos else decode_target([token]).replace(" ", "␣")
+        return "■" if token == self.eos else decode_target([token]).replace(" ", "␣")
 
 
 class LanguageModelStepper:

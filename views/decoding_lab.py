@@ -17,7 +17,7 @@ RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / l
               "gnmt_star": "log P / lp* + cp + ep"}
 
 
-def _hover(node, hypothesis, label) -> str:
+def _hover(node, hypothesis, label, tree) -> str:
     """Every term of a node: its token's and prefix's log-probabilities and, when finished, each score."""
     lines = [f"“{label(tree.tokens(node.id))}”", f"log p(token) = {node.log_p:.4f}",
              f"log P(prefix) = {node.cum_log_p:.4f}", f"depth {node.depth}, {node.status}"]
@@ -67,7 +67,7 @@ with page.guard():
         finished = {h.node: h for h in found}
         nodes = [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
                                   "start" if n.parent is None else model.label(n.token) if n.status != "pruned" else "",
-                                  _hover(n, finished.get(n.id), label), n.cum_log_p, faded=n.status == "pruned")
+                                  _hover(n, finished.get(n.id), label, tree), n.cum_log_p, faded=n.status == "pruned")
                  for n in tree.nodes]
         figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
                                   colour_title="log P of prefix"))

@@ -28,9 +28,10 @@ class Translation:
 
 
 @torch.no_grad()
-def greedy(model: Seq2Seq, x: torch.Tensor, max_len: int = MAX_OUTPUT) -> tuple[torch.Tensor, list]:
-    """Most likely character at every step for a batch x (B, S): ids (B, T) and the Step of each t."""
+def greedy(model: Seq2Seq, x: torch.Tensor, max_len: int = MAX_OUTPUT) -> tuple[torch.Tensor, list, torch.Tensor]:
+    """Most likely character at every step for a batch x (B, S): ids (B, T), the Step of each t and s_0 (B, D)."""
     memory, s = model.encode(x)
+    s0 = s
     coverage = torch.zeros(x.shape)
     y = torch.full((len(x),), TARGET.index[BOS])
     ids, steps = [], []
@@ -42,7 +43,7 @@ def greedy(model: Seq2Seq, x: torch.Tensor, max_len: int = MAX_OUTPUT) -> tuple[
         s, coverage = step.state, step.coverage
         if (torch.stack(ids, 1) == TARGET.index[EOS]).any(1).all():
             break
-    return torch.stack(ids, 1), steps
+    return torch.stack(ids, 1), steps, s0
 
 
 def _until_eos(ids: list[int]) -> list[int]:
@@ -56,8 +57,7 @@ def translate(model: Seq2Seq, text: str) -> Translation:
         raise ValueError("type a date to normalise: the input is empty")
     source = text.lower()[:MAX_SOURCE]
     x, _ = batch([Example(source, "")])
-    ids, steps = greedy(model, x)
-    _, s0 = model.encode(x)
+    ids, steps, s0 = greedy(model, x)
     out = _until_eos(ids[0].tolist())
     T = min(len(out) + 1, len(steps))  # the EOS step included
     chosen = ids[0, :T]
@@ -85,7 +85,7 @@ def held_out_metrics(model: Seq2Seq, examples: list[Example], batch_size: int = 
     for i in range(0, len(examples), batch_size):
         chunk = examples[i:i + batch_size]
         x, _ = batch(chunk)
-        ids, _ = greedy(model, x)
+        ids, _, _ = greedy(model, x)
         for row, example in zip(ids.tolist(), chunk):
             output = decode_target(_until_eos(row))
             exact += output == example.target

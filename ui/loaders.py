@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
-from engine.embeddings.corpus import load_corpus
+from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.vectors import WordVectors
@@ -51,6 +51,12 @@ def finetuned_classifier() -> tuple[SequenceClassifier, CharVocab, dict]:
 def word2vec_checkpoint(name: str) -> tuple[Word2VecModel, dict]:
     """A shipped word2vec model (engine/embeddings/checkpoints/<name>.pt) and its stored metrics."""
     return load_model(EMBEDDING_CHECKPOINTS / f"{name}.pt")
+
+
+@st.cache_resource(show_spinner="Counting the corpus' words…")
+def corpus_vocab(name: str, min_count: int) -> Vocab:
+    """The vocabulary of a shipped corpus, counted once per server rather than on every rerun."""
+    return Vocab.build(corpus(name), min_count)
 
 
 @st.cache_resource(show_spinner=False)

@@ -4,7 +4,7 @@ from engine.embeddings.corpus import Vocab, chunked, tokenize
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecConfig, train
 from ui import figures
-from ui.loaders import checkpoint_vectors, corpus, word2vec_checkpoint
+from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
@@ -56,7 +56,7 @@ with page.guard():
         raise ValueError("Negative sampling needs at least one noise word per pair: set k ≥ 1.")
     if n_words == 0:
         raise ValueError("Paste some text to train on: the corpus is empty.")
-    vocab = Vocab.build(sentences, min_count)
+    vocab = Vocab.build(sentences, min_count) if source == "pasted" else corpus_vocab(source, min_count)
     left, right = st.columns([3, 2])
     with right:
         equations(

@@ -149,7 +149,7 @@ def _reference_loss(objective, step, h, W, words, generator):
     total = 0
     for i, w in enumerate(words):
         drawn = noise[i][noise[i] != w]
-        total = total - F.logsigmoid(W[w] @ h[i]) - F.logsigmoid(-(W[drawn] @ h[i])).sum()
+        total = total - negative_sampling_objective(h[i], W[w], W[drawn])  # eq. 16, checked by hand below
     return total
 
 

@@ -1,0 +1,108 @@
+"""Honest measurements: peak tensor memory of a call, and timings warmed up, repeated and interleaved.
+
+On CUDA the peak comes from the caching allocator (torch.cuda.max_memory_allocated). A CPU build has no
+such counter, so every tensor an operator returns is counted at torch's dispatcher while it is alive,
+one count per storage. That is the memory a call holds in tensors (S and P for naive attention), not the
+process's RSS, and it leaves out scratch space an operator frees before returning.
+"""
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+class _LiveTensorBytes(TorchDispatchMode):
+    """Counts the bytes of storages created inside the mode while they are alive, and the highest sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+        self._owners: dict[int, int] = {}  # storage address -> tensors alive on it
+
+    def _release(self, address: int, nbytes: int) -> None:
+        self._owners[address] -= 1
+        if self._owners[address] == 0:
+            del self._owners[address]
+            self.live -= nbytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        inputs = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for tensor in out if isinstance(out, tuple | list) else (out,):
+            if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+                continue
+            storage = tensor.untyped_storage()
+            address, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes == 0 or (address in inputs and address not in self._owners):
+                continue  # a view or an in-place result on a tensor made before the call allocates nothing
+            if address not in self._owners:  # a new storage; views of it keep it alive but count once
+                self._owners[address] = 0
+                self.live += nbytes
+                self.peak = max(self.peak, self.live)
+            self._owners[address] += 1
+            weakref.finalize(tensor, self._release, address, nbytes)
+        return out
+
+
+def peak_memory(fn: Callable[[], object], device: str = "cpu") -> int:
+    """Bytes held in tensors created during fn() at its peak (inputs made before the call not counted)."""
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
+    with torch.no_grad(), _LiveTensorBytes() as mode:
+        fn()
+    return mode.peak
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds: list[float]  # every repeat, in the order run
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """The fastest and slowest repeat."""
+        return min(self.seconds), max(self.seconds)
+
+
+def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
+                     device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
+    """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
+    on a shared machine falls on all of them rather than on one; CUDA work is synchronised before reading."""
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    order: Sequence[str] = list(candidates)
+    for _ in range(warmup):
+        for name in order:
+            candidates[name]()
+    seconds: dict[str, list[float]] = {name: [] for name in order}
+    for _ in range(repeats):
+        for name in order:
+            sync()
+            start = clock()
+            candidates[name]()
+            sync()
+            seconds[name].append(clock() - start)
+    return {name: Timing(s) for name, s in seconds.items()}

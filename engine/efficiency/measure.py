@@ -85,13 +85,23 @@ class Timing:
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
                      device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
     """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
-    on a shared machine falls on all of them rather than on one; CUDA work is synchronised before reading."""
+    on a shared machine falls on all of them rather than on one. On CUDA, CUDA events time the GPU's work."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
 
-    def sync() -> None:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+    def timed(fn: Callable[[], object]) -> float:
+        if not device.startswith("cuda"):
+            start = clock()
+            fn()
+            return clock() - start
+        # GPU time between two events: the host's launch and synchronisation costs stay out
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
 
     order: Sequence[str] = list(candidates)
     for _ in range(warmup):
@@ -100,9 +110,5 @@ def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int =
     seconds: dict[str, list[float]] = {name: [] for name in order}
     for _ in range(repeats):
         for name in order:
-            sync()
-            start = clock()
-            candidates[name]()
-            sync()
-            seconds[name].append(clock() - start)
+            seconds[name].append(timed(candidates[name]))
     return {name: Timing(s) for name, s in seconds.items()}

@@ -73,7 +73,7 @@ if triton is not None:
         return acc, m_new, l_i
 
     @triton.jit
-    def _flash_forward(Q, K, V, O, L, stride_bh, stride_n, qk_scale, n_ctx: tl.constexpr, HEAD_DIM: tl.constexpr,
+    def _flash_forward(Q, K, V, O, L, stride_bh, stride_n, n_ctx, qk_scale, HEAD_DIM: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                        EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, DOT_F32: tl.constexpr):
         start_m = tl.program_id(0)
@@ -152,7 +152,7 @@ def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
     O = torch.empty_like(Q)
     L = torch.empty(B, H, N, dtype=torch.float32, device=Q.device)
     grid = (math.ceil(N / block_m), B * H)
-    _flash_forward[grid](Q, K, V, O, L, N * d, d, LOG2_E / math.sqrt(d), n_ctx=N, HEAD_DIM=d, BLOCK_M=block_m,
+    _flash_forward[grid](Q, K, V, O, L, N * d, d, N, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
                          BLOCK_N=block_n, CAUSAL=causal, EVEN_M=N % block_m == 0, EVEN_N=N % block_n == 0,
                          DOT_F32=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
                          num_stages=num_stages)

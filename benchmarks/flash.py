@@ -1,0 +1,155 @@
+"""Naive vs tiled vs torch SDPA vs our Triton kernel, as ratios measured in one run.
+
+On CPU (writes benchmarks/results/flash_cpu.json), fp32, one head:
+  N = 4096, d = 64: tiled peak memory at least 10x below naive, tiled time at most 2x naive, and both
+  against torch's own SDPA; then N from 512 to 4096, causal and not, for the record.
+On a CUDA GPU (writes benchmarks/results/flash_gpu.json), forward pass, batch x N = 16k tokens and
+d_model = 2048 as FlashAttention's benchmarks: N from 512 to 16k, d = 64 and 128, causal and not, bf16;
+our kernel (its blocks, warps and stages chosen per setting at N = 4096) against SDPA's flash,
+memory-efficient and math backends, naive torch and our tiled torch where memory and time allow.
+Goal: ours >= 1.0x SDPA flash in TFLOP/s at N >= 2k; stretch: 50% of the dense bf16 peak.
+Needs only torch (and triton where installed). Usage: python -m benchmarks.flash [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from engine.efficiency import sweep, triton_flash  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}  # SXM, dense (no 2:4 sparsity), from NVIDIA's datasheets
+KERNEL_CONFIGS = [dict(block_m=m, block_n=n, num_warps=w, num_stages=s)
+                  for m, n, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)) if n <= m]
+
+
+def versions() -> dict:
+    found = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        found["triton"] = version("triton")
+    except PackageNotFoundError:
+        pass
+    if torch.cuda.is_available():
+        found["cuda"] = torch.version.cuda
+    return found
+
+
+def header(device: str) -> dict:
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": device,
+            "versions": versions()}
+
+
+def print_points(points) -> None:
+    for p in points:
+        if p.ms is None:
+            print(f"  {p.method:<24} N={p.N:<6} {p.note}")
+        else:
+            print(f"  {p.method:<24} N={p.N:<6} {p.ms:9.3f} ms [{p.ms_min:.3f}-{p.ms_max:.3f}] "
+                  f"{p.tflops:7.2f} TFLOP/s  peak {p.peak_mib:9.1f} MiB")
+
+
+def cpu(quick: bool) -> dict:
+    chosen = [sweep.NAIVE, sweep.TILED, sweep.SDPA]
+    print(f"CPU, {torch.get_num_threads()} threads, fp32, one head, tiles of 256 (a 256 x 64 float32 tile is "
+          "64 KiB, an L2-sized working set)")
+    target = {p.method: p for p in sweep.measure(4096, 64, False, chosen, repeats=5)}
+    print_points(target.values())
+    naive, tiled, sdpa = target[sweep.NAIVE], target[sweep.TILED], target[sweep.SDPA]
+    ratios = {"naive_peak_over_tiled_peak": naive.peak_mib / tiled.peak_mib, "tiled_time_over_naive": tiled.ms / naive.ms,
+              "tiled_time_over_sdpa": tiled.ms / sdpa.ms, "naive_time_over_sdpa": naive.ms / sdpa.ms}
+    print(f"N = 4096, d = 64: tiled peak memory {ratios['naive_peak_over_tiled_peak']:.1f}x below naive (goal >= 10), "
+          f"tiled time {ratios['tiled_time_over_naive']:.2f}x naive (goal <= 2), "
+          f"{ratios['tiled_time_over_sdpa']:.2f}x torch SDPA; naive {ratios['naive_time_over_sdpa']:.2f}x SDPA")
+    rows = list(target.values())
+    for causal in (False, True):
+        for N in (512, 1024, 2048) if quick else (512, 1024, 2048, 4096):
+            if N == 4096 and not causal:
+                continue  # measured above
+            points = sweep.measure(N, 64, causal, chosen, repeats=3 if quick else 5)
+            print_points(points)
+            rows += points
+    return header(f"CPU ({platform.machine()}), {torch.get_num_threads()} threads") | {
+        "ratios": ratios, "goals_met": {"peak_memory_10x": ratios["naive_peak_over_tiled_peak"] >= 10,
+                                        "time_2x": ratios["tiled_time_over_naive"] <= 2},
+        "rows": sweep.as_rows(rows)}
+
+
+def tune_kernel(d: int, causal: bool, dtype: torch.dtype) -> dict:
+    """Our kernel's fastest block sizes, warps and stages at N = 4096 for this head dim and mask."""
+    N = 4096
+    batch, heads = sweep.tokens_per_batch(N), sweep.heads_for(d)
+    best, best_ms = None, float("inf")
+    for config in KERNEL_CONFIGS:
+        if causal and config["block_m"] % config["block_n"]:
+            continue
+        try:
+            point = sweep.measure(N, d, causal, [sweep.TRITON], "cuda", dtype, batch, heads, repeats=5,
+                                  kernel=config)[0]
+        except Exception as error:  # a config that does not compile (registers, shared memory) is skipped
+            print(f"    {config}: {str(error).splitlines()[0][:100]}")
+            continue
+        if point.ms is not None and point.ms < best_ms:
+            best, best_ms = config, point.ms
+    print(f"  d = {d}, causal = {causal}: {best} at {best_ms:.3f} ms")
+    return best
+
+
+def gpu(quick: bool) -> dict:
+    name = torch.cuda.get_device_name()
+    peak = next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name), None)
+    dtype = torch.bfloat16
+    lengths = (512, 2048, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
+    memory = torch.cuda.get_device_properties(0).total_memory
+    rows, configs, summary = [], {}, []
+    for d, causal in itertools.product((64, 128), (False, True)):
+        config = tune_kernel(d, causal, dtype) if triton_flash.available() else None
+        configs[f"d{d}_{'causal' if causal else 'full'}"] = config
+        for N in lengths:
+            chosen = [sweep.TRITON, "SDPA flash", "SDPA memory-efficient", "SDPA math", sweep.NAIVE]
+            if N <= 4096:
+                chosen.append(sweep.TILED)  # a Python loop over (N/128)² tiles: seconds per call past that
+            batch, heads = sweep.tokens_per_batch(N), sweep.heads_for(d)
+            points = sweep.measure(N, d, causal, chosen, "cuda", dtype, batch, heads, block=128,
+                                   naive_budget=memory // 4, repeats=10, kernel=config)
+            print(f" d = {d}, causal = {causal}, batch {batch} x {heads} heads")
+            print_points(points)
+            rows += points
+            by = {p.method: p for p in points}
+            ours, flash = by.get(sweep.TRITON), by.get("SDPA flash")
+            if ours and flash and ours.tflops and flash.tflops:
+                summary.append({"d": d, "causal": causal, "N": N, "ours_over_sdpa_flash": ours.tflops / flash.tflops,
+                                "ours_fraction_of_peak": ours.tflops / peak if peak else None})
+    print("\nours / SDPA flash (TFLOP/s), N >= 2048:")
+    for s in summary:
+        if s["N"] >= 2048:
+            share = f", {100 * s['ours_fraction_of_peak']:.0f}% of dense peak" if s["ours_fraction_of_peak"] else ""
+            print(f"  d = {s['d']:<4} causal = {s['causal']!s:<5} N = {s['N']:<6} {s['ours_over_sdpa_flash']:.2f}x{share}")
+    return header(f"{name} ({memory / 2**30:.0f} GiB)") | {
+        "dense_bf16_peak_tflops": peak, "kernel_configs": configs, "summary": summary, "rows": sweep.as_rows(rows)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    if torch.cuda.is_available():
+        result, out = gpu(args.quick), RESULTS / "flash_gpu.json"
+    else:
+        result, out = cpu(args.quick), RESULTS / "flash_cpu.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

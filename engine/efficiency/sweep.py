@@ -1,0 +1,158 @@
+"""Attention timed and measured against N: naive, tiled, torch SDPA (each backend on a GPU) and our kernel.
+
+One function serves the live timing page and `python -m benchmarks.flash`, so both measure the same way:
+interleaved, warmed-up repeats reported as median and spread (engine.efficiency.measure), peak memory of
+each method measured separately, and TFLOP/s counted as 4·B·H·N²·d (QK^T and PV, two FLOPs per
+multiply-add), halved for causal attention, whose upper triangle needs no work.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engine.efficiency import triton_flash
+from engine.efficiency.flash import flash_forward, naive_attention
+from engine.efficiency.measure import peak_memory, time_interleaved
+
+NAIVE = "naive (S, P in memory)"
+TILED = "tiled (torch, ours)"
+SDPA = "torch SDPA"
+TRITON = "Triton kernel (ours)"
+# on a GPU, each of torch's SDPA backends on its own
+SDPA_BACKENDS = {"SDPA flash": "FLASH_ATTENTION", "SDPA memory-efficient": "EFFICIENT_ATTENTION", "SDPA math": "MATH"}
+
+
+def attention_flops(batch: int, heads: int, N: int, d: int, causal: bool) -> float:
+    """4·B·H·N²·d for QK^T and PV, halved when causal."""
+    return 4 * batch * heads * N * N * d / (2 if causal else 1)
+
+
+def naive_bytes(batch: int, heads: int, N: int, dtype: torch.dtype = torch.float32) -> int:
+    """What naive attention holds at its peak: S and P, (B, H, N, N) each, in float32 (its softmax runs in
+    float32), and for a narrower dtype also S as the matmul returns it and P cast back for PV."""
+    itemsize = torch.finfo(dtype).bits // 8
+    per_score = 4 + 4 + (2 * itemsize if itemsize < 4 else 0)
+    return batch * heads * N * N * per_score
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_naive_fits(batch: int, heads: int, N: int, budget: int, dtype: torch.dtype = torch.float32) -> None:
+    need = naive_bytes(batch, heads, N, dtype)
+    if need > budget:
+        raise ValueError(f"naive attention at N = {N:,} needs {format_bytes(need)} for S and P, more than the "
+                         f"{format_bytes(budget)} allowed here; the tiled and fused runs go on")
+
+
+@dataclass
+class Point:
+    """One method at one N: a row of the results file."""
+
+    method: str
+    N: int
+    d: int
+    causal: bool
+    dtype: str
+    batch: int
+    heads: int
+    ms: float | None  # median; None when the method was refused
+    ms_min: float | None
+    ms_max: float | None
+    tflops: float | None
+    peak_mib: float | None
+    note: str = ""
+
+
+def _sdpa_backend(name: str) -> Callable:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, SDPA_BACKENDS[name])
+
+    def run(Q, K, V, causal):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+    return run
+
+
+def methods(device: str, block: int, kernel: dict | None = None) -> dict[str, Callable]:
+    """What can be timed here: on CPU naive, tiled and SDPA; on CUDA also SDPA's backends and our kernel
+    (`kernel`: block_m, block_n, num_warps, num_stages for it, else its defaults)."""
+    found: dict[str, Callable] = {
+        NAIVE: naive_attention,
+        TILED: lambda Q, K, V, causal: flash_forward(Q, K, V, causal, block, block)[0],
+    }
+    if device.startswith("cuda"):
+        found |= {name: _sdpa_backend(name) for name in SDPA_BACKENDS}
+        if triton_flash.available():
+            found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_attention(Q, K, V, causal, **(kernel or {}))[0]
+    else:
+        found[SDPA] = lambda Q, K, V, causal: F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+    return found
+
+
+def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "cpu",
+            dtype: torch.dtype = torch.float32, batch: int = 1, heads: int = 1, block: int = 256,
+            naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: dict | None = None) -> list[Point]:
+    """Every chosen method at one N: timed in turn (interleaved), then each one's peak memory on its own.
+
+    A method that cannot run (naive past its memory budget, an error from SDPA's backend for this shape or
+    dtype) comes back with ms None and the reason in its note, and the others go on.
+    """
+    g = torch.Generator(device=device).manual_seed(N)
+    Q, K, V = (torch.randn(batch, heads, N, d, generator=g, device=device, dtype=dtype) for _ in range(3))
+    available = methods(device, block, kernel)
+    runnable, refused = {}, {}
+    for name in chosen:
+        if name not in available:
+            refused[name] = "not available on this machine"
+            continue
+        if name in (NAIVE, "SDPA math"):
+            try:
+                check_naive_fits(batch, heads, N, naive_budget, dtype)
+            except ValueError as error:
+                refused[name] = str(error)
+                continue
+        runnable[name] = available[name]
+    points = []
+    with torch.no_grad():
+        for name, fn in list(runnable.items()):  # a backend that rejects this shape is refused, not fatal
+            try:
+                fn(Q, K, V, causal)
+            except RuntimeError as error:
+                refused[name] = f"failed: {str(error).splitlines()[0][:160]}"
+                del runnable[name]
+        timings = time_interleaved({name: (lambda fn=fn: fn(Q, K, V, causal)) for name, fn in runnable.items()},
+                                   repeats=repeats, device=device)
+        flops = attention_flops(batch, heads, N, d, causal)
+        for name, timing in timings.items():
+            peak = peak_memory(lambda fn=runnable[name]: fn(Q, K, V, causal), device)
+            low, high = timing.spread
+            points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
+                                timing.median * 1e3, low * 1e3, high * 1e3, flops / timing.median / 1e12,
+                                peak / 2**20))
+    for name, reason in refused.items():
+        points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
+                            None, None, None, None, None, reason))
+    return points
+
+
+def as_rows(points: Iterable[Point]) -> list[dict]:
+    return [asdict(p) for p in points]
+
+
+def tokens_per_batch(N: int, total_tokens: int = 16384) -> int:
+    """FlashAttention's benchmark shape: batch × N fixed at 16k tokens, so every N does similar work per FLOP."""
+    return max(1, total_tokens // N)
+
+
+def heads_for(d: int, d_model: int = 2048) -> int:
+    return max(1, d_model // d)

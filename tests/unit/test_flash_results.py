@@ -1,0 +1,63 @@
+"""The timing sweep's rows, its refusals, and the schema of the recorded results files."""
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.efficiency import records, sweep
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
+def test_sweep_measures_every_method_and_refuses_naive_past_its_budget():
+    chosen = [sweep.NAIVE, sweep.TILED, sweep.SDPA, sweep.TRITON]
+    points = {p.method: p for p in sweep.measure(256, 16, True, chosen, block=64, repeats=2)}
+    assert set(points) == set(chosen)
+    for name in (sweep.NAIVE, sweep.TILED, sweep.SDPA):
+        p = points[name]
+        assert p.ms_min <= p.ms <= p.ms_max and p.peak_mib > 0
+        assert p.tflops == pytest.approx(sweep.attention_flops(1, 1, 256, 16, True) / (p.ms / 1e3) / 1e12)
+    assert points[sweep.TRITON].ms is None and "not available" in points[sweep.TRITON].note  # no GPU here
+    assert points[sweep.NAIVE].peak_mib > points[sweep.TILED].peak_mib
+    budget = sweep.naive_bytes(1, 1, 256) - 1
+    refused = {p.method: p for p in sweep.measure(256, 16, False, [sweep.NAIVE, sweep.TILED], naive_budget=budget)}
+    assert refused[sweep.NAIVE].ms is None and "needs 512.0 KiB" in refused[sweep.NAIVE].note
+    assert "more than the" in refused[sweep.NAIVE].note and refused[sweep.TILED].ms is not None
+
+
+def test_flops_and_naive_memory_by_hand():
+    assert sweep.attention_flops(2, 3, 10, 4, False) == 4 * 2 * 3 * 100 * 4
+    assert sweep.attention_flops(2, 3, 10, 4, True) == 2 * 2 * 3 * 100 * 4
+    import torch
+    assert sweep.naive_bytes(1, 2, 100) == 2 * 100 * 100 * 8  # float32 S and P
+    assert sweep.naive_bytes(1, 1, 100, torch.bfloat16) == 100 * 100 * (4 + 4 + 2 + 2)
+
+
+def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):
+    rows = sweep.as_rows(sweep.measure(128, 16, False, [sweep.TILED, sweep.TRITON], block=32, repeats=1))
+    data = {"date": "2026-11-23T00:00:00+00:00", "device": "test", "versions": {"torch": "x"}, "rows": rows}
+    path = tmp_path / "flash_gpu.json"
+    path.write_text(json.dumps(data))
+    assert records.load_results(path) == data
+    assert records.load_results(tmp_path / "missing.json") is None
+
+
+def test_the_recorded_results_files_fit_the_schema():
+    for path in RESULTS.glob("flash_*.json"):
+        data = records.load_results(path)
+        assert data["rows"], path
+        assert {row["method"] for row in data["rows"]} >= {sweep.TILED}
+
+
+@pytest.mark.parametrize("broken,field", [
+    ("[1, 2]", "not a JSON object"),
+    ('{"date": "x", "device": "d", "versions": {"torch": "1"}}', "`rows`"),
+    ('{"date": "x", "device": "d", "versions": {}, "rows": []}', "which torch"),
+    ('{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"method": "m", "N": "4096"}]}', "`N`"),
+    ('{"date": 1', "cannot be read"),
+])
+def test_a_broken_results_file_is_named(tmp_path, broken, field):
+    path = tmp_path / "flash_gpu.json"
+    path.write_text(broken)
+    with pytest.raises(ValueError, match=field):
+        records.load_results(path)

@@ -106,6 +106,12 @@ PAGES = (
     PageInfo("decoupled_rope", "Decoupled RoPE", "Positions", ":material/call_split:", 2024,
              "Why RoPE breaks MLA's weight absorption, and the decoupled form that keeps it.",
              "000 §8.7 eq. 110-121", "T"),
+    PageInfo("online_softmax", "Online softmax", "Efficiency", ":material/speed:", 2018,
+             "Softmax in one pass: a running maximum and a rescaled sum, then attention for one query in one loop.",
+             "000 §8.8 eq. 122-137; 004 §5", "step"),
+    PageInfo("flash_attention", "FlashAttention", "Efficiency", ":material/grid_view:", 2022,
+             "Attention tile by tile in SRAM: the online softmax on blocks, the backward pass from L, bytes moved.",
+             "000 §8.8 eq. 137; FlashAttention-2", "step"),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

@@ -16,7 +16,7 @@ def lecture_mode() -> bool:
     return bool(st.session_state.get(LECTURE, False))
 
 
-def _style(fig: go.Figure, title: str, height: int) -> go.Figure:
+def style(fig: go.Figure, title: str, height: int) -> go.Figure:
     big = lecture_mode()
     fig.update_layout(
         title=dict(text=title, font=dict(size=24 if big else 16)),
@@ -54,7 +54,7 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     kind = "category" if categorical else "linear"
     fig.update_yaxes(autorange="reversed", title=y_title, type=kind)
     fig.update_xaxes(title=x_title, type=kind)
-    return _style(fig, title, height)
+    return style(fig, title, height)
 
 
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str = "", x_title: str = "",
@@ -72,7 +72,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
     fig.update_xaxes(title=x_title, type="log" if log_x else "linear", dtick=1 if log_x else None)
     fig.update_yaxes(title=y_title, type="log" if log_y else "linear", dtick=1 if log_y else None)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
-    return _style(fig, title, height)
+    return style(fig, title, height)
 
 
 def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
@@ -95,7 +95,7 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
-    return _style(fig, title, height)
+    return style(fig, title, height)
 
 
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: str = "", y_title: str = "",
@@ -105,7 +105,7 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: st
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(type="category")
     fig.update_yaxes(title=y_title)
-    return _style(fig, title, height)
+    return style(fig, title, height)
 
 
 @dataclass(frozen=True)
@@ -171,4 +171,41 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
     right = max(x for x, _ in position.values())
     fig.update_xaxes(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2])
     fig.update_yaxes(visible=False, autorange="reversed")
-    return _style(fig, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+    return style(fig, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+
+
+def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,
+            prefix: str = "step ", duration_ms: int = 700) -> go.Figure:
+    """Play the figure through `frames` in the browser, with Play and Pause buttons and a step slider of its
+    own; it opens at frames[start]. Each frame lists, for the first traces in order, the attributes it
+    changes; traces after those stay as drawn. Keep frames numeric: plotly validates every frame on every
+    rerun, and colour strings cost far more than numbers."""
+    spec = fig.to_dict()
+    for trace, first in zip(spec["data"], frames[start]):
+        _merge(trace, first)
+    kinds = [trace.get("type", "scatter") for trace in spec["data"]]
+    spec["frames"] = [{"name": name, "traces": list(range(len(traces))),
+                       "data": [dict(update, type=kind) for update, kind in zip(traces, kinds)]}
+                      for traces, name in zip(frames, names)]
+    play = dict(frame=dict(duration=duration_ms, redraw=True), fromcurrent=True, transition=dict(duration=0))
+    pause = dict(frame=dict(duration=0, redraw=False), mode="immediate")
+    spec["layout"] |= dict(
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.27, xanchor="left", yanchor="top",
+                          pad=dict(t=0, r=8), showactive=False,
+                          buttons=[dict(label="▶ Play", method="animate", args=[None, play]),
+                                   dict(label="❚❚ Pause", method="animate", args=[[None], pause])])],
+        sliders=[dict(active=start, x=0.3, len=0.7, y=-0.2, yanchor="top", pad=dict(t=0),
+                      currentvalue=dict(prefix=prefix),
+                      steps=[dict(label=name, method="animate", args=[[name], pause]) for name in names])],
+    )
+    spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=130)
+    return go.Figure(spec, _validate=False)
+
+
+def _merge(into: dict, update: dict) -> None:
+    """Nested update: a frame's marker colours must not drop the marker's colour scale."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value

@@ -1,9 +1,12 @@
 """Cached loaders: one copy per process of each shipped model, shared by every session and never mutated."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
+from engine.efficiency.records import load_results
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
@@ -16,6 +19,8 @@ from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
 from engine.transformer.train import CHECKPOINTS
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 @st.cache_resource(show_spinner="Loading the character TransformerLM…")
@@ -94,3 +99,10 @@ def decoding_model(name: str, text: str, page):
         ids, _ = prompt_ids(page, text, vocab, limit=200)
         return LanguageModelStepper(model, vocab, ids)
     return Seq2SeqStepper(seq2seq_checkpoint(name)[0], text)
+
+
+@st.cache_data(show_spinner=False)
+def flash_results(machine: str) -> dict | None:
+    """benchmarks/results/flash_<machine>.json ("cpu" or "gpu") as `python -m benchmarks.flash` wrote it, or
+    None when nothing is recorded; a broken file raises ValueError with the reason."""
+    return load_results(RESULTS / f"flash_{machine}.json")

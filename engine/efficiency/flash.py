@@ -60,6 +60,13 @@ def naive_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: b
     return (P.to(V.dtype) @ V).to(Q.dtype)
 
 
+def check_blocks(N: int, B_r: int, B_c: int) -> None:
+    """Block sizes for a tile view: at least 1 and at most N (a larger block is the whole sequence)."""
+    for name, block in (("B_r", B_r), ("B_c", B_c)):
+        if not 1 <= block <= N:
+            raise ValueError(f"{name} = {block} does not fit N = {N}: a block holds 1 to N rows; take {name} ≤ {N}")
+
+
 def tile_kind(i: int, j: int, B_r: int, B_c: int, N: int, causal: bool) -> str:
     """Whether tile (i, j) of S needs no mask, a mask (it crosses the diagonal) or no work at all."""
     first_row, last_row = i * B_r, min((i + 1) * B_r, N) - 1

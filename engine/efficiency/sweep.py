@@ -145,6 +145,16 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
     return points
 
 
+def peak_memory_by_length(lengths: Iterable[int], d: int, causal: bool, B_r: int, B_c: int) -> dict[str, list[float]]:
+    """MiB held in tensors at the peak of naive and tiled attention (fp32, one head) at each N, on CPU."""
+    peaks: dict[str, list[float]] = {NAIVE: [], TILED: []}
+    for N in lengths:
+        Q, K, V = (torch.randn(1, 1, N, d, generator=torch.Generator().manual_seed(N)) for _ in range(3))
+        peaks[NAIVE].append(peak_memory(lambda: naive_attention(Q, K, V, causal)) / 2**20)
+        peaks[TILED].append(peak_memory(lambda: flash_forward(Q, K, V, causal, B_r, B_c)) / 2**20)
+    return peaks
+
+
 def as_rows(points: Iterable[Point]) -> list[dict]:
     return [asdict(p) for p in points]
 

@@ -3,7 +3,7 @@
 Standard attention follows FlashAttention's Algorithm 0: S = QK^T is written to HBM, read back for the
 softmax, P is written, read again for PV. Reads 3Nd + 2N², writes 2N² + Nd elements per head: Θ(N²).
 
-The tiled forward (FlashAttention-2's loop order, as engine.efficiency.flash runs it) reads each query
+The tiled forward (FlashAttention-2's loop order, as engine.efficiency.flash runs it and skips tiles) reads each query
 block once, then K_j and V_j for every tile it computes, and writes O and the log-sum-exp L once:
 reads N d + Σ_tiles 2 B_c d, writes N d + N. With T_r = ⌈N / B_r⌉ query blocks that is about 2N²d / B_r
 for K and V, Θ(N²d²/M) once B_r grows with the SRAM size M. The score tile never leaves SRAM.
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from engine.efficiency.flash import tile_kind
 
 STAT_BYTES = 4  # m, l and L are float32 whatever the input dtype
 
@@ -35,17 +33,18 @@ def naive_traffic(N: int, d: int, element_bytes: int = 2, batch_heads: int = 1) 
     return Traffic(batch_heads * read * element_bytes, batch_heads * written * element_bytes)
 
 
-def tiles_computed(N: int, B_r: int, B_c: int, causal: bool) -> list[tuple[int, int, int]]:
-    """(i, j, keys in block j) for every tile the forward computes; causal skips tiles above the diagonal."""
-    return [(i, j, min(B_c, N - j * B_c)) for i in range(math.ceil(N / B_r)) for j in range(math.ceil(N / B_c))
-            if tile_kind(i, j, B_r, B_c, N, causal) != "skipped"]
+def keys_loaded(N: int, B_r: int, B_c: int, causal: bool) -> int:
+    """Σ over query blocks of the keys in the key blocks it computes. Causal: block i stops at the key block
+    holding its last row (tile_kind's "skipped" are the ones after it)."""
+    if not causal:
+        return math.ceil(N / B_r) * N
+    return sum(min(N, ((min(r0 + B_r, N) - 1) // B_c + 1) * B_c) for r0 in range(0, N, B_r))
 
 
 def tiled_traffic(N: int, d: int, B_r: int, B_c: int, causal: bool = False, element_bytes: int = 2,
                   batch_heads: int = 1) -> Traffic:
     """Q read once, K_j and V_j once per computed tile, O and L written once."""
-    kv_elements = sum(2 * keys * d for _, _, keys in tiles_computed(N, B_r, B_c, causal))
-    read = (N * d + kv_elements) * element_bytes
+    read = (N * d + 2 * keys_loaded(N, B_r, B_c, causal) * d) * element_bytes
     written = N * d * element_bytes + N * STAT_BYTES
     return Traffic(batch_heads * read, batch_heads * written)
 
@@ -63,8 +62,3 @@ def check_fits(B_r: int, B_c: int, d: int, sram: int, element_bytes: int = 2) ->
         raise ValueError(f"B_r = {B_r}, B_c = {B_c} at d = {d} need {need / 1024:.0f} KiB of SRAM per tile step, "
                          f"more than the {sram / 1024:.0f} KiB chosen: take smaller blocks")
 
-
-def flash1_blocks(sram: int, d: int) -> tuple[int, int]:
-    """FlashAttention's rule (Algorithm 1, counted in elements): B_c = ⌈M / 4d⌉, B_r = min(B_c, d)."""
-    B_c = math.ceil(sram / (4 * d))
-    return min(B_c, d), B_c

@@ -104,7 +104,15 @@ def test_traffic_grows_as_the_notes_say():
     assert traffic.sram_bytes(64, 64, 64) == (64 * 64 * 3) * 2 + (64 * 64 + 64 * 64 + 128) * 4
     with pytest.raises(ValueError, match="KiB of SRAM"):
         traffic.check_fits(256, 256, 128, sram=228 * 1024)
-    assert traffic.flash1_blocks(100 * 1024 // 2, 64) == (64, 200)
+
+
+@pytest.mark.parametrize("N,B_r,B_c", [(37, 8, 5), (64, 16, 16), (50, 64, 7), (9, 2, 4)])
+def test_keys_loaded_counts_the_tiles_the_forward_computes(N, B_r, B_c):
+    for causal in (False, True):
+        record: list[TileStep] = []
+        Q, K, V = qkv((1, 1, N, 2))
+        flash_forward(Q, K, V, causal, B_r, B_c, record=record)
+        assert traffic.keys_loaded(N, B_r, B_c, causal) == sum(min(B_c, N - s.j * B_c) for s in record)
 
 
 def test_peak_memory_counts_live_tensors():

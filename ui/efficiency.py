@@ -1,0 +1,97 @@
+"""Figures the Efficiency pages share: the online softmax step by step and FlashAttention's tile grid, both
+playable in the browser, and recorded timing results drawn against N."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from engine.efficiency.flash import TileStep
+from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
+from ui import figures
+
+SEEN, CURRENT, UNSEEN = "#1f4fbf", "#e8590c", "#c8d0dc"
+BAR_SCALE = dict(colorscale=[[0, SEEN], [0.5, CURRENT], [1, UNSEEN]], cmin=0, cmax=2)  # 0 seen, 1 current, 2 not yet
+# tile states on the grid, drawn with one colour each
+TILE_STATES = {"skipped (future keys)": 0, "not yet": 1, "done": 2, "in SRAM now": 3}
+TILE_COLOURS = ["#f1f3f5", "#c8d0dc", "#7f9cd6", "#e8590c"]
+
+
+def _bar_states(n: int, step: int) -> list[int]:
+    return [0 if j < step - 1 else 1 if j == step - 1 else 2 for j in range(n)]
+
+
+def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> go.Figure:
+    """Left: the logits with the running maximum m_i; right: the online estimate e^{x_j − m_i}/d_i over the
+    logits seen so far, against the final softmax. One frame per step."""
+    n = len(trace.x)
+    labels = [str(j + 1) for j in range(n)]
+    x, final = trace.x.tolist(), trace.a.tolist()
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("x_j; dashed: running max m_i", "e^(x_j − m_i)/d_i; ○ softmax"))
+    fig.add_trace(go.Bar(x=labels, y=x, name="x_j", showlegend=False, marker=dict(color=[2] * n, **BAR_SCALE)), 1, 1)
+    fig.add_trace(go.Scatter(x=[labels[0], labels[-1]], y=[0.0, 0.0], mode="lines", name="m_i",
+                             line=dict(color=CURRENT, dash="dash")), 1, 1)
+    fig.add_trace(go.Bar(x=labels, y=[0.0] * n, name="online estimate", marker=dict(color=[2] * n, **BAR_SCALE)),
+                  1, 2)
+    fig.add_trace(go.Scatter(x=labels, y=final, mode="markers", name="softmax (torch)",
+                             marker=dict(symbol="circle-open", size=11, color="#111111", line=dict(width=2))), 1, 2)
+    frames = []
+    for i in range(1, n + 1):
+        estimate = prefix_softmax(trace, i).tolist() + [0.0] * (n - i)
+        states = _bar_states(n, i)
+        frames.append([dict(marker=dict(color=states, **BAR_SCALE)), dict(y=[float(trace.m[i - 1])] * 2),
+                       dict(y=estimate, marker=dict(color=states, **BAR_SCALE))])
+    fig.update_xaxes(type="category", title="j")
+    fig.update_yaxes(title="x_j", row=1, col=1)
+    fig.update_yaxes(title="weight", range=[0, 1.05], row=1, col=2)
+    fig.update_layout(showlegend=False)
+    figures.style(fig, "", height)
+    return figures.animate(fig, frames, labels, step - 1, prefix="step i = ")
+
+
+def output_figure(steps: Sequence[int], o: torch.Tensor, reference: torch.Tensor | None, height: int = 320) -> go.Figure:
+    """Each coordinate of the running output o_i over the steps; dashed, the correctly rescaled o_i if given."""
+    series = {f"o_i[{k}]": o[:, k].tolist() for k in range(o.shape[1])}
+    dashed = []
+    if reference is not None:
+        for k in range(reference.shape[1]):
+            series[f"o_i[{k}], e^(m_(i−1) − m_i)"] = reference[:, k].tolist()
+            dashed.append(f"o_i[{k}], e^(m_(i−1) − m_i)")
+    return figures.lines(list(steps), series, title="Running output o_i (eq. 137)", x_title="step i",
+                         y_title="o_i", dashed=dashed, height=height)
+
+
+def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_r: int, N: int,
+                height: int = 440) -> go.Figure:
+    """Left: the grid of S tiles (query blocks down, key blocks across), coloured by state after each step;
+    right: the running maximum m and normaliser l of the rows of the query block in flight."""
+    T_r, T_c = len(kinds), len(kinds[0])
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
+                        subplot_titles=("Tiles of S = QKᵀ", "m (blue) and l (green) of the rows"))
+    colourscale = [[k / 3, c] for k, c in enumerate(TILE_COLOURS)]
+    fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
+                             zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
+                             hovertemplate="%{y} × %{x}: %{text}<extra></extra>"), 1, 1)
+    fig.add_trace(go.Bar(x=[], y=[], name="m (running max)", marker_color=SEEN), 1, 2)
+    fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker_color="#2b8a3e"), 1, 2)
+    done: set[tuple[int, int]] = set()
+    frames = []
+    for s in steps:
+        state = np.array([[0 if kinds[i][j] == "skipped" else 2 if (i, j) in done else 1 for j in range(T_c)]
+                          for i in range(T_r)], dtype=float)
+        state[s.i, s.j] = 3
+        text = [[next(name for name, v in TILE_STATES.items() if v == state[i][j]) for j in range(T_c)]
+                for i in range(T_r)]
+        rows = [str(s.i * B_r + r) for r in range(len(s.m))]
+        frames.append([dict(z=state.tolist(), text=text), dict(x=rows, y=s.m.tolist()), dict(x=rows, y=s.l.tolist())])
+        done.add((s.i, s.j))
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_xaxes(type="category", title="query row", row=1, col=2)
+    fig.update_layout(barmode="group", showlegend=False)
+    figures.style(fig, "", height)
+    return figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
+

@@ -1,0 +1,154 @@
+import math
+
+import numpy as np
+import streamlit as st
+import torch
+
+from engine.efficiency import traffic
+from engine.efficiency.flash import TileStep, check_blocks, flash_attention, flash_forward, naive_attention, tile_kind
+from engine.efficiency.sweep import NAIVE, TILED, format_bytes, peak_memory_by_length
+from ui import figures
+from ui.efficiency import tile_figure
+from ui.loaders import flash_results
+from ui.page import Page, equations, gaps
+
+D_EXAMPLE = 8  # head dim of the tile example: the grid, not the width, is what the page shows
+MODEL_LENGTHS = [2**k for k in range(8, 15)]  # 256 … 16k
+MEASURED_LENGTHS = [256, 512, 1024]
+SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
+page = Page("flash_attention")
+st.markdown(
+    "FlashAttention never writes the N × N scores to the GPU's main memory (HBM). Each block of B_r queries "
+    "stays in fast on-chip SRAM while blocks of B_c keys and values stream past; the online softmax of eq. 137, "
+    "applied to a block of rows, keeps a running maximum m, a running sum l and an unnormalised output, "
+    "rescaled whenever m grows. Only O and the log-sum-exp L = m + log l are written out; the backward pass "
+    "recomputes each tile of P from L instead of storing it."
+)
+c1, c2, c3, c4, c5 = st.columns(5)
+N = page.slider("Sequence length N", "N", 4, 64, 24, where=c1)
+B_r = page.slider("Query block B_r", "Br", 1, 32, 8, where=c2)
+B_c = page.slider("Key block B_c", "Bc", 1, 32, 4, where=c3)
+causal = page.toggle("Causal", "causal", True, where=c4)
+seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def tile_run(N: int, B_r: int, B_c: int, causal: bool, seed: int):
+    """The example's tile steps and its checks against naive attention and autograd."""
+    g = torch.Generator().manual_seed(seed)
+    Q, K, V = (torch.randn(1, 1, N, D_EXAMPLE, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    record: list[TileStep] = []
+    with torch.no_grad():
+        O, L = flash_forward(Q, K, V, causal, B_r, B_c, record=record)
+    reference = naive_attention(Q, K, V, causal)
+    S = (Q @ K.transpose(-2, -1)).detach() / math.sqrt(D_EXAMPLE)
+    if causal:
+        S = S.masked_fill(~torch.ones(N, N, dtype=torch.bool).tril(), -math.inf)
+    dO = torch.randn(1, 1, N, D_EXAMPLE, generator=g, dtype=torch.float64)
+    ours = torch.autograd.grad(flash_attention(Q, K, V, causal, B_r, B_c), (Q, K, V), dO)
+    autograd = torch.autograd.grad(reference, (Q, K, V), dO)
+    checks = [("max |O tiled − naive|", O, reference.detach()), ("max |L − logsumexp(S)|", L, torch.logsumexp(S, -1))]
+    checks += [(f"max |d{name} tiled − autograd|", a, b) for name, a, b in zip("QKV", ours, autograd)]
+    return record, [(label, a.detach().numpy(), b.detach().numpy()) for label, a, b in checks]
+
+
+with page.guard():
+    check_blocks(N, B_r, B_c)
+    record, checks = tile_run(N, B_r, B_c, causal, seed)
+    T_r, T_c = math.ceil(N / B_r), math.ceil(N / B_c)
+    kinds = [[tile_kind(i, j, B_r, B_c, N, causal) for j in range(T_c)] for i in range(T_r)]
+    step = page.slider("Tile step", "step", 1, len(record), min(3, len(record)))
+    now = record[step - 1]
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(tile_figure(kinds, record, step, B_r, N))
+        st.caption("Orange: the tile in SRAM now; blue: done; grey: not yet; white: skipped, every key in the future. "
+                   "Play runs the steps in the browser; the slider above sets the step described below.")
+    with right:
+        equations(
+            ("One tile S_ij = Q_i K_jᵀ/√d, as 000 eq. 137 on a block of rows",
+             r"\begin{aligned} m' &= \max(m, \operatorname{rowmax} S_{ij}) \\ P &= e^{S_{ij} - m'} \\ "
+             r"l &\leftarrow e^{m - m'} l + \operatorname{rowsum} P \\ O &\leftarrow e^{m - m'} O + P V_j "
+             r"\end{aligned}"),
+            ("After the last key block", r"O_i = O / l, \qquad L_i = m + \log l"),
+            ("Backward, tile by tile from L", r"\begin{aligned} P &= e^{S_{ij} - L_i} \\ "
+             r"D_i &= \operatorname{rowsum}(dO_i \circ O_i) \\ dS &= P \circ (dO_i V_j^\top - D_i) \\ "
+             r"dV_j &\mathrel{+}= P^\top dO_i \\ dQ_i &\mathrel{+}= dS\, K_j / \sqrt d \\ "
+             r"dK_j &\mathrel{+}= dS^\top Q_i / \sqrt d \end{aligned}"),
+        )
+        skipped = sum(k == "skipped" for row in kinds for k in row)
+        m1, m2 = st.columns(2)
+        m1.metric("Tiles computed", f"{len(record)} of {T_r * T_c}")
+        m2.metric("Skipped (causal)", skipped)
+    rows, keys = (now.i * B_r, min((now.i + 1) * B_r, N) - 1), (now.j * B_c, min((now.j + 1) * B_c, N) - 1)
+    st.markdown(f"**Tile step {step} of {len(record)}:** queries {rows[0]}-{rows[1]} (Q_{now.i}) and keys and values "
+                f"{keys[0]}-{keys[1]} (K_{now.j}, V_{now.j}) are in SRAM; the tile "
+                f"{'crosses the diagonal, so it is masked' if now.kind == 'diagonal' else 'needs no mask'}. "
+                f"Largest running maximum in the block: {float(now.m.max()):.4f}.")
+    st.caption(f"One head, d = {D_EXAMPLE}, float64, so the checks below are limited by rounding only.")
+    gaps(*checks)
+
+
+@st.fragment
+def traffic_model() -> None:
+    """Only this section reruns when its controls move."""
+    st.subheader("Memory traffic: HBM bytes against N")
+    k1, k2, k3, k4, k5 = st.columns(5)
+    d = int(page.select("Head dim d", "d", ["64", "128"], where=k1))
+    gpu = page.select("SRAM", "sram", list(SRAM_KIB), where=k2)
+    model_B_r = int(page.select("Model B_r", "mBr", ["16", "32", "64", "128", "256"], "128", where=k3))
+    model_B_c = int(page.select("Model B_c", "mBc", ["16", "32", "64", "128", "256"], "64", where=k4))
+    element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
+    with page.guard():
+        traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
+        naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in MODEL_LENGTHS]
+        tiled = [traffic.tiled_traffic(n, d, model_B_r, model_B_c, causal, element_bytes).total / 2**20
+                 for n in MODEL_LENGTHS]
+        left, right = st.columns(2)
+        with left:
+            figures.show(figures.lines(MODEL_LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
+                                       title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
+                                       log_x=True, log_y=True))
+        with right:
+            measure = page.toggle("Measure here at these blocks", "measure", help="About two seconds, once per "
+                                  "setting: naive and tiled attention at N = 256, 512 and 1024 on this server")
+            if measure:
+                with st.spinner("Measuring the peak memory of naive and tiled attention at three lengths…"):
+                    lengths, peaks = MEASURED_LENGTHS, measured_peaks(d, model_B_r, model_B_c, causal)
+                title = "Peak memory, measured here"
+                source = f"CPU, fp32, one head, d = {d}, {model_B_r} × {model_B_c} tiles."
+            else:
+                lengths, peaks, source = recorded_peaks(causal)
+                title = "Peak memory, recorded"
+            figures.show(figures.lines(lengths, {"naive": peaks[NAIVE], "tiled": peaks[TILED]}, title=title,
+                                       x_title="N", y_title="MiB in tensors at the peak", log_x=True, log_y=True))
+            st.caption(source)
+        at = MODEL_LENGTHS.index(4096)
+        sram = traffic.sram_bytes(model_B_r, model_B_c, d, element_bytes)
+        m1, m2 = st.columns(2)
+        m1.metric("Traffic at N = 4096, naive / tiled", f"{naive[at] / tiled[at]:.1f}×")
+        m2.metric("SRAM per tile step", format_bytes(sram), help=f"of {SRAM_KIB[gpu]} KiB")
+        st.caption("Naive attention writes S and P to HBM and reads them back: Θ(N²) bytes. The tiled loop reads "
+                   "K and V once per query block, 2N²d/B_r elements, and writes only O and L: larger query blocks, "
+                   "which a larger SRAM allows, mean less traffic. Measured memory counts tensors alive at the peak.")
+
+
+def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float]], str]:
+    """Peak memory from the recorded CPU benchmark (d = 64), so the first paint measures nothing."""
+    recorded = flash_results("cpu")
+    if recorded is None:
+        raise ValueError("no CPU benchmark is recorded yet: switch on “Measure here”")
+    rows = sorted((r for r in recorded["rows"] if r["causal"] == causal and r["peak_mib"] is not None),
+                  key=lambda r: r["N"])
+    lengths = sorted({r["N"] for r in rows})
+    peaks = {m: [r["peak_mib"] for r in rows if r["method"] == m] for m in (NAIVE, TILED)}
+    return lengths, peaks, (f"Recorded by the benchmark on {recorded['device']}, {recorded['date'][:10]}: fp32, "
+                            "one head, d = 64, 256 × 256 tiles.")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def measured_peaks(d: int, B_r: int, B_c: int, causal: bool) -> dict[str, list[float]]:
+    return peak_memory_by_length(MEASURED_LENGTHS, d, causal, B_r, B_c)
+
+
+traffic_model()

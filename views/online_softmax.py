@@ -1,0 +1,96 @@
+import streamlit as st
+import torch
+import torch.nn.functional as F
+
+from engine.efficiency.online_softmax import naive_softmax, online_attention, online_softmax, three_pass_softmax
+from ui import figures
+from ui.efficiency import online_softmax_figure, output_figure
+from ui.inputs import parse_numbers
+from ui.page import Page, equations, gaps
+
+MAX_LOGITS = 64  # one bar and one table row per logit
+DEFAULT_LOGITS = "3, 1, 4, 1000, 5, 1004, 2, 998"  # the maximum moves three times; e^1000 overflows float32
+page = Page("online_softmax")
+st.markdown(
+    "Softmax needs the largest logit before it can exponentiate safely, so the textbook algorithm reads the "
+    "logits three times (eq. 122-124). The online softmax keeps a running maximum m_i and rescales its "
+    "running sum d_i by e^(m_(i−1) − m_i) whenever the maximum grows (eq. 130), so one pass gives both. "
+    "Carrying the output o_i along with the same rescaling (eq. 137) turns attention for one query into a "
+    "single pass over the keys: the loop FlashAttention runs on blocks."
+)
+c1, c2, c3 = st.columns([1, 3, 1])
+source = page.select("Logits", "source", ["Typed", "Random"], where=c1)
+if source == "Typed":
+    typed = page.text("Logits x_1 … x_N, separated by commas", "x", DEFAULT_LOGITS, 1000, where=c2)
+else:
+    r1, r2, r3 = c2.columns(3)
+    n = page.slider("N", "n", 2, MAX_LOGITS, 12, where=r1)
+    magnitude = page.select("Scale", "scale", ["1", "100", "10000"], "100", where=r2)
+    seed = page.slider("Seed", "seed", 0, 99, 0, where=r3)
+as_printed = page.toggle("eq. 137 as printed", "printed", where=c3,
+                         help="000 eq. 137 and 004 eq. 84 rescale o_(i−1) by e^(m_i − m_(i−1)); eq. 136's "
+                              "derivation needs e^(m_(i−1) − m_i), as d_i has in eq. 130.")
+
+with page.guard():
+    if source == "Typed":
+        x = torch.tensor(parse_numbers(typed, MAX_LOGITS))
+        if len(x) == 0:
+            raise ValueError("type at least one logit, for example `1, 1000, 2`")
+    else:
+        x = torch.randn(n, generator=torch.Generator().manual_seed(seed)) * float(magnitude)
+    N = len(x)
+    online, three = online_softmax(x), three_pass_softmax(x)
+    # one query of width 1 with K = x as a column and scale 1 gives the scores x_i = q k_i^T exactly
+    q, K = torch.ones(1), x[:, None]
+    V = torch.randn(N, 2, generator=torch.Generator().manual_seed(1))
+    attention = online_attention(q, K, V, scale=1.0, as_printed=as_printed)
+    step = page.slider("Step i", "step", 1, N, min(4, N))
+
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(online_softmax_figure(online, step))
+        st.caption("Play runs every step in the browser; the slider above sets the step the tables show.")
+        corrected = online_attention(q, K, V, scale=1.0).o if as_printed else None
+        figures.show(output_figure(range(1, N + 1), attention.o, corrected))
+    with right:
+        equations(
+            ("000 eq. 122-124: three passes", r"\begin{aligned} m_N &= \max_j x_j \\ d_N &= \sum_j e^{x_j - m_N} "
+                                              r"\\ a_i &= e^{x_i - m_N} / d_N \end{aligned}"),
+            ("000 eq. 130: one pass for m and d", r"\begin{aligned} m_i &= \max(m_{i-1}, x_i) \\ "
+                                                  r"d_i &= d_{i-1}\, e^{m_{i-1} - m_i} + e^{x_i - m_i} \end{aligned}"),
+            ("000 eq. 137, rescaled as eq. 136 derives", r"o_i = o_{i-1} \frac{d_{i-1}}{d_i} e^{m_{i-1} - m_i} "
+                                                        r"+ \frac{e^{x_i - m_i}}{d_i} v_i"),
+            ("000 eq. 137 and 004 eq. 84 as printed", r"o_i = o_{i-1} \frac{d_{i-1}}{d_i} "
+                                                      r"\frac{e^{m_i}}{e^{m_{i-1}}} + \frac{e^{x_i - m_i}}{d_i} v_i"),
+        )
+        if as_printed:
+            rises = int((online.m[1:] > online.m[:-1]).sum())
+            st.warning(f"As printed, o_i is right only while the running maximum stays put: every step that raises "
+                       f"m multiplies the old output by e^(2(m_i − m_(i−1))) too much. Here m rises at {rises} of "
+                       f"{N - 1} steps after the first.", icon=":material/warning:")
+    i = step - 1
+    rescale = torch.exp(online.m[i - 1] - online.m[i]) if i else torch.tensor(0.0)
+    st.markdown(f"**After step {step}:** m_{step} = {online.m[i]:.6g}, rescaling e^(m_{step - 1} − m_{step}) = "
+                f"{rescale:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
+                f"({', '.join(f'{v:.6g}' for v in attention.o[i].tolist())})")
+    steps = range(step)
+    st.dataframe({
+        "i": [j + 1 for j in steps],
+        "x_i": online.x[:step].tolist(),
+        "m_i": online.m[:step].tolist(),
+        "e^(m_(i−1) − m_i)": [0.0] + torch.exp(online.m[:step - 1] - online.m[1:step]).tolist(),
+        "d_i online (eq. 130)": online.d[:step].tolist(),
+        "d_i against m_N (eq. 123)": three.d[:step].tolist(),
+        "o_i (eq. 137)": [", ".join(f"{v:.4g}" for v in row) for row in attention.o[:step].tolist()],
+    }, hide_index=True)
+    st.caption("d_i online and d_i against the global maximum differ at every step but the last (eq. 127): "
+               "d'_N = d_N. The three-pass column needs m_N, so it can only start after a whole first pass.")
+    st.subheader(f"After all {N} steps, against torch")
+    gaps(("max |online − torch.softmax|", online.a, torch.softmax(x, 0)),
+         ("max |three-pass − torch.softmax|", three.a, torch.softmax(x, 0)),
+         ("max |o_N − SDPA|", attention.o[-1], F.scaled_dot_product_attention(q[None], K, V, scale=1.0)[0]))
+    naive = naive_softmax(x)
+    if not torch.isfinite(naive).all():
+        st.info(f"Without the maximum, e^(x_i) / Σ e^(x_j) gives {sum(~torch.isfinite(naive)).item()} NaN of {N}: "
+                f"e^x overflows float32 past x ≈ 88.7, and the largest logit here is {x.max():.6g}.",
+                icon=":material/info:")

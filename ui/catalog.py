@@ -112,6 +112,9 @@ PAGES = (
     PageInfo("flash_attention", "FlashAttention", "Efficiency", ":material/grid_view:", 2022,
              "Attention tile by tile in SRAM: the online softmax on blocks, the backward pass from L, bytes moved.",
              "000 §8.8 eq. 137; FlashAttention-2", "step"),
+    PageInfo("attention_timing", "Timing attention", "Efficiency", ":material/timer:", 2022,
+             "Naive, tiled, torch's fused SDPA and our Triton kernel timed against N, live and as recorded on a GPU.",
+             "000 §8.8; FlashAttention-2", "upto"),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

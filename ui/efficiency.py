@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 import torch
 from plotly.subplots import make_subplots
 
@@ -95,3 +96,39 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     figures.style(fig, "", height)
     return figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
 
+
+
+def by_method(rows: Sequence[dict], key: str) -> tuple[list[int], dict[str, list[float | None]]]:
+    """Rows of a timing sweep as one series per method over the sorted lengths; None where refused."""
+    lengths = sorted({r["N"] for r in rows})
+    series: dict[str, list[float | None]] = {}
+    for r in rows:
+        series.setdefault(r["method"], [None] * len(lengths))[lengths.index(r["N"])] = r[key]
+    return lengths, series
+
+
+def sweep_figures(rows: Sequence[dict], speed: str = "ms") -> None:
+    """Time (or TFLOP/s) and peak memory against N, side by side, one line per method."""
+    left, right = st.columns(2)
+    lengths, values = by_method(rows, speed)
+    y_title = "median ms per call" if speed == "ms" else "TFLOP/s"
+    with left:
+        figures.show(figures.lines(lengths, values, title="Time" if speed == "ms" else "Throughput", x_title="N",
+                                   y_title=y_title, log_x=True, log_y=speed == "ms"))
+    with right:
+        lengths, peaks = by_method(rows, "peak_mib")
+        figures.show(figures.lines(lengths, peaks, title="Peak memory", x_title="N", y_title="MiB",
+                                   log_x=True, log_y=True))
+
+
+def sweep_table(rows: Sequence[dict]) -> None:
+    """Every measurement with its spread; refused methods with the reason."""
+    st.dataframe({
+        "method": [r["method"] for r in rows], "N": [r["N"] for r in rows],
+        "median ms": [r["ms"] for r in rows],
+        "fastest-slowest ms": [f"{r['ms_min']:.3g}-{r['ms_max']:.3g}" if r["ms"] is not None else "" for r in rows],
+        "TFLOP/s": [r["tflops"] for r in rows], "peak MiB": [r["peak_mib"] for r in rows],
+        "note": [r["note"] for r in rows],
+    }, hide_index=True, column_config={"median ms": st.column_config.NumberColumn(format="%.3f"),
+                                       "TFLOP/s": st.column_config.NumberColumn(format="%.3f"),
+                                       "peak MiB": st.column_config.NumberColumn(format="%.2f")})

@@ -57,6 +57,11 @@ class Page:
 
     def slider(self, label: str, name: str, low: float, high: float, default: float, step: float | None = None,
                **kwargs: Any) -> Any:
+        # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
+        # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default
+        kept = st.session_state.get(name)
+        if isinstance(kept, int | float) and not low <= kept <= high:
+            del st.session_state[name]
         return self._bound(st.slider, name, f"a number from {low} to {high}", label, low, high, default, step,
                            **kwargs)
 
@@ -108,7 +113,9 @@ def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:
 def flag_unknown_params() -> None:
     """After a page ran: name and drop URL parameters that no control on it owns."""
     owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture"}
-    for name in [n for n in st.query_params if n not in owned]:
+    # a control this session has drawn but this run did not (hidden by another control, or past a refused
+    # input) keeps its parameter: Streamlit owns it, and drawing the control again restores its value
+    for name in [n for n in st.query_params if n not in owned and n not in st.session_state]:
         st.toast(f"Ignored URL parameter `{name[:40]}`: this page has no such control.", icon=":material/link_off:")
         del st.query_params[name]
     st.session_state[BOUND_PARAMS] = set()

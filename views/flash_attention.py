@@ -99,19 +99,20 @@ def traffic_model() -> None:
     model_B_r = int(page.select("Model B_r", "mBr", ["16", "32", "64", "128", "256"], "128", where=k3))
     model_B_c = int(page.select("Model B_c", "mBc", ["16", "32", "64", "128", "256"], "64", where=k4))
     element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
+    left, right = st.columns(2)
+    measure = page.toggle("Measure here at these blocks", "measure", where=right,
+                          help="About two seconds, once per setting: naive and tiled attention at N = 256, 512 and "
+                               "1024 on this server")
     with page.guard():
         traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
         naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in MODEL_LENGTHS]
         tiled = [traffic.tiled_traffic(n, d, model_B_r, model_B_c, causal, element_bytes).total / 2**20
                  for n in MODEL_LENGTHS]
-        left, right = st.columns(2)
         with left:
             figures.show(figures.lines(MODEL_LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
                                        title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
                                        log_x=True, log_y=True))
         with right:
-            measure = page.toggle("Measure here at these blocks", "measure", help="About two seconds, once per "
-                                  "setting: naive and tiled attention at N = 256, 512 and 1024 on this server")
             if measure:
                 with st.spinner("Measuring the peak memory of naive and tiled attention at three lengths…"):
                     lengths, peaks = MEASURED_LENGTHS, measured_peaks(d, model_B_r, model_B_c, causal)

@@ -1,0 +1,156 @@
+"""The Efficiency pages, read back against the engine run here and torch."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from engine.efficiency import sweep, traffic
+from engine.efficiency.flash import tile_kind
+from engine.efficiency.online_softmax import online_attention, online_softmax
+from tests.app.conftest import assert_clean, metric, open_page
+from ui import loaders
+
+DEFAULT_LOGITS = torch.tensor([3.0, 1, 4, 1000, 5, 1004, 2, 998])
+
+
+def animated(at) -> dict:
+    """The page's playable figure: the one plotly chart that has frames."""
+    return next(spec for spec in (json.loads(c.proto.spec) for c in at.get("plotly_chart")) if spec.get("frames"))
+
+
+def test_online_softmax_page_steps_through_the_default_logits():
+    at = open_page("online_softmax", step="4")
+    assert_clean(at)
+    trace = online_softmax(DEFAULT_LOGITS)
+    table = at.dataframe[0].value
+    assert table["i"].tolist() == [1, 2, 3, 4]
+    assert table["m_i"].tolist() == trace.m[:4].tolist()
+    assert table["d_i online (eq. 130)"].tolist() == pytest.approx(trace.d[:4].tolist())
+    assert float(metric(at, "max |online − torch.softmax|")) < 1e-6
+    assert float(metric(at, "max |o_N − SDPA|")) < 1e-6
+    assert any("3 NaN of 8" in i.value for i in at.info)  # e^1000 overflows without the maximum
+    spec = animated(at)
+    assert len(spec["frames"]) == 8 and spec["layout"]["sliders"][0]["active"] == 3
+    # the frame of step 4 draws e^{x_j - m_4} / d_4 over the first four logits: the softmax of that prefix
+    estimate = spec["frames"][3]["data"][2]["y"]
+    assert estimate[:4] == pytest.approx(torch.softmax(DEFAULT_LOGITS[:4], 0).tolist(), abs=1e-6)
+    assert estimate[4:] == [0.0] * 4
+
+
+def test_the_printed_rescaling_is_shown_to_fail_where_the_maximum_rises():
+    at = open_page("online_softmax", printed="True")
+    assert_clean(at)
+    assert "m rises at 3 of 7 steps" in at.warning[0].value
+    gap = metric(at, "max |o_N − SDPA|")
+    assert gap in ("nan", "inf") or float(gap) > 1.0
+    V = torch.randn(8, 2, generator=torch.Generator().manual_seed(1))
+    printed = online_attention(torch.ones(1), DEFAULT_LOGITS[:, None], V, 1.0, as_printed=True).o
+    shown = at.dataframe[0].value["o_i (eq. 137)"].tolist()
+    assert shown[-1] == ", ".join(f"{v:.4g}" for v in printed[3].tolist())
+
+
+@pytest.mark.parametrize("typed,message", [("", "at least one"), ("1, two, 3", "'two' is not a number"),
+                                           (", ".join(["1"] * 65), "at most 64")])
+def test_online_softmax_explains_bad_typed_logits(typed, message):
+    at = open_page("online_softmax")
+    at.text_input(key="x").set_value(typed).run()
+    assert_clean(at)
+    assert message in at.warning[0].value
+    assert at.title[0].value == "Online softmax"
+
+
+def test_online_softmax_random_logits_of_large_magnitude():
+    at = open_page("online_softmax", source="Random", n="40", scale="10000", seed="5", step="40")
+    assert_clean(at)
+    assert float(metric(at, "max |online − torch.softmax|")) < 1e-6
+    assert len(at.dataframe[0].value) == 40
+
+
+def test_flash_page_checks_and_counts_its_tiles():
+    at = open_page("flash_attention", N="30", Br="8", Bc="4", causal="True", step="5")
+    assert_clean(at)
+    for label in ("max |O tiled − naive|", "max |L − logsumexp(S)|", "max |dQ tiled − autograd|",
+                  "max |dK tiled − autograd|", "max |dV tiled − autograd|"):
+        assert float(metric(at, label)) < 1e-12, label
+    kinds = [tile_kind(i, j, 8, 4, 30, True) for i in range(4) for j in range(8)]
+    computed = sum(k != "skipped" for k in kinds)
+    assert metric(at, "Tiles computed") == f"{computed} of 32"
+    assert metric(at, "Skipped (causal)") == str(32 - computed)
+    grid = np.array(animated(at)["frames"][4]["data"][0]["z"])
+    assert (grid == 3).sum() == 1 and (grid == 2).sum() == 4  # step 5: one tile in SRAM, four done
+    naive, tiled = traffic.naive_traffic(4096, 64).total, traffic.tiled_traffic(4096, 64, 128, 64, True).total
+    assert metric(at, "Traffic at N = 4096") == f"{naive / tiled:.1f}×"
+
+
+def test_flash_page_refuses_blocks_past_n_and_past_the_sram():
+    at = open_page("flash_attention", N="10", Br="16")
+    assert_clean(at)
+    assert "B_r = 16 does not fit N = 10" in at.warning[0].value
+    at = open_page("flash_attention", d="128", mBr="256", mBc="256", sram="RTX 4090 (100 KiB per SM)")
+    assert_clean(at)
+    assert any("KiB of SRAM per tile step" in w.value for w in at.warning)
+    assert metric(at, "Tiles computed")  # the tile view above still works
+
+
+def test_flash_page_measures_peak_memory_on_demand():
+    at = open_page("flash_attention", measure="True", mBr="64", mBc="64")
+    assert_clean(at)
+    charts = {json.loads(c.proto.spec)["layout"].get("title", {}).get("text"): json.loads(c.proto.spec)
+              for c in at.get("plotly_chart")}
+    naive, tiled = (charts["Peak memory, measured here"]["data"][k]["y"] for k in (0, 1))
+    assert naive[-1] > 10 * tiled[-1]  # N = 1024: S and P against a few tiles
+
+
+def test_timing_page_times_every_method_here():
+    at = open_page("attention_timing", upto="512", repeats="1", block="64")
+    assert_clean(at)
+    assert any("Not timed in this session yet" in c.value for c in at.caption)
+    assert metric(at, "Peak memory at N = 4096, naive / tiled")
+    assert any("No GPU results are recorded yet" in i.value for i in at.info)
+    at.button[0].click().run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert set(table["method"]) == {sweep.NAIVE, sweep.TILED, sweep.SDPA}
+    assert sorted(set(table["N"])) == [256, 512]
+    flops = sweep.attention_flops(1, 1, 512, 64, False)
+    row = table[(table["method"] == sweep.TILED) & (table["N"] == 512)].iloc[0]
+    assert row["TFLOP/s"] == pytest.approx(flops / (row["median ms"] / 1e3) / 1e12)
+
+
+def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
+    at = open_page("attention_timing", d="96")
+    assert_clean(at)
+    assert any("d=96" in i.value for i in at.info)
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(loaders, "RESULTS", tmp_path)
+    loaders.flash_results.clear()
+    yield tmp_path
+    loaders.flash_results.clear()
+
+
+def test_timing_page_names_a_broken_gpu_results_file(results_dir):
+    (results_dir / "flash_gpu.json").write_text('{"date": "2026-11-23", "rows": [')
+    at = open_page("attention_timing")
+    assert_clean(at)
+    assert any("flash_gpu.json cannot be read" in w.value for w in at.warning)
+
+
+def test_timing_page_draws_recorded_gpu_results(results_dir):
+    row = dict(method=sweep.TRITON, N=4096, d=64, causal=False, dtype="bfloat16", batch=4, heads=32, ms=1.0,
+               ms_min=0.9, ms_max=1.1, tflops=math.pi, peak_mib=10.0, note="")
+    data = {"date": "2026-11-23T00:00:00+00:00", "device": "NVIDIA H100 80GB HBM3 (79 GiB)",
+            "versions": {"torch": "2.11.0", "triton": "3.6.0"}, "rows": [row, row | {"N": 8192, "tflops": 2.0}]}
+    (results_dir / "flash_gpu.json").write_text(json.dumps(data))
+    at = open_page("attention_timing")
+    assert_clean(at)
+    assert any("NVIDIA H100" in c.value and "triton 3.6.0" in c.value for c in at.caption)
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"].get("title", {}).get("text") == "Throughput")
+    assert spec["data"][0]["name"] == sweep.TRITON and spec["data"][0]["y"] == pytest.approx([math.pi, 2.0])

@@ -1,0 +1,110 @@
+import threading
+
+import streamlit as st
+import torch
+
+from engine.efficiency import sweep
+from engine.efficiency.triton_flash import HEAD_DIMS
+from ui.efficiency import sweep_figures, sweep_table
+from ui.loaders import flash_results
+from ui.page import Page, equations
+
+LENGTHS = [2**k for k in range(8, 15)]  # 256 … 16k
+NAIVE_BUDGET = 256 * 2**20  # S and P together; a hosted server has about 2.5 GB for every visitor
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+page = Page("attention_timing")
+st.markdown(
+    "The same attention four ways: naive (S and P held whole), our tiled loop in torch, torch's own fused "
+    "scaled_dot_product_attention, and, on a GPU, our Triton kernel. Each is timed on this server, interleaved "
+    "with the others and repeated, and its peak memory measured on its own. Throughput counts 4·B·H·N²·d "
+    "FLOPs for QKᵀ and PV, halved when causal."
+)
+
+
+@st.cache_resource
+def timing_lock() -> threading.Lock:
+    """One timing at a time per server: two sweeps at once would each measure the other."""
+    return threading.Lock()
+
+
+def recorded_cpu() -> None:
+    """Until this session times anything: what the benchmark recorded on a CPU, labelled as such."""
+    recorded = flash_results("cpu")
+    if recorded is None:
+        st.info("Nothing is timed in this session yet and no CPU results are recorded: press the button.",
+                icon=":material/timer:")
+        return
+    ratios = recorded["ratios"]
+    st.caption(f"Not timed in this session yet, so here is what the benchmark recorded on {recorded['device']}, "
+               f"torch {recorded['versions']['torch']}, {recorded['date'][:10]} (fp32, one head, d = 64, 256 × 256 "
+               "tiles). Press the button to time on this server.")
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Peak memory at N = 4096, naive / tiled", f"{ratios['naive_peak_over_tiled_peak']:.0f}×")
+    m2.metric("Time, tiled / naive", f"{ratios['tiled_time_over_naive']:.2f}×")
+    m3.metric("Time, tiled / torch SDPA", f"{ratios['tiled_time_over_sdpa']:.2f}×")
+    sweep_figures([r for r in recorded["rows"] if r["causal"] == causal])
+
+
+c1, c2, c3, c4, c5 = st.columns(5)
+d = int(page.select("Head dim d", "d", [str(h) for h in HEAD_DIMS], "64", where=c1))
+causal = page.toggle("Causal", "causal", where=c2)
+largest = int(page.select("Largest N", "upto", [str(n) for n in LENGTHS], "2048", where=c3))
+block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"], "256", where=c4,
+                        help="B_r = B_c for the tiled torch method: on a CPU larger tiles mean fewer Python steps"))
+repeats = page.slider("Repeats", "repeats", 1, 10, 5, where=c5)
+dtype = torch.float32
+if DEVICE == "cuda":
+    dtype = getattr(torch, page.select("dtype", "dtype", ["bfloat16", "float16", "float32"]))
+chosen = list(sweep.methods(DEVICE, block))
+settings = (d, causal, largest, block, repeats, str(dtype))
+
+left, right = st.columns([3, 2])
+with right:
+    equations(
+        ("Work of one attention call", r"\text{FLOPs} = 4 \cdot B H N^2 d \quad (\div 2 \text{ causal})"),
+        ("Naive memory", r"S, P \in \mathbb{R}^{N \times N}:\; \Theta(N^2)"),
+        ("Tiled and fused memory", r"O, L \text{ and a few tiles}:\; \Theta(N d)"),
+    )
+with left:
+    st.markdown(f"**On this server ({DEVICE}{', ' + torch.cuda.get_device_name() if DEVICE == 'cuda' else ''}):** "
+                f"{', '.join(chosen)}, N from {LENGTHS[0]:,} to {largest:,}.")
+    if st.button("Time attention here", type="primary", icon=":material/timer:"):
+        lengths = [n for n in LENGTHS if n <= largest]
+        bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
+        with timing_lock():
+            rows = []
+            for k, n in enumerate(lengths):
+                bar.progress(k / len(lengths), text=f"N = {n:,}: {len(chosen)} methods, {repeats} repeats each "
+                                                    "(you can leave the page; the timing stops with it)")
+                rows += sweep.as_rows(sweep.measure(n, d, causal, chosen, DEVICE, dtype, block=block,
+                                                    naive_budget=NAIVE_BUDGET, repeats=repeats))
+        bar.empty()
+        st.session_state["timing"] = (settings, rows)
+    measured = st.session_state.get("timing")
+    if measured is not None:
+        if measured[0] != settings:
+            st.caption("These results are from other settings than the controls show; press the button to re-time.")
+        sweep_figures(measured[1])
+        sweep_table(measured[1])
+    else:
+        with page.guard():
+            recorded_cpu()
+
+st.subheader("Recorded on a GPU")
+with page.guard():
+    recorded = flash_results("gpu")
+    if recorded is None:
+        st.info("No GPU results are recorded yet. The benchmark that writes them (`benchmarks/flash.py`) runs on any "
+                "CUDA machine with torch, and Triton for our kernel; this page then shows them here.",
+                icon=":material/memory:")
+    else:
+        versions = ", ".join(f"{k} {v}" for k, v in recorded["versions"].items())
+        st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · forward pass, batch × N = 16k "
+                   f"tokens, H = 2048/d heads")
+        rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal]
+        if rows:
+            sweep_figures(rows, speed="tflops")
+            sweep_table(rows)
+        else:
+            st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}.", icon=":material/warning:")
+

@@ -57,6 +57,9 @@ class Page:
 
     def slider(self, label: str, name: str, low: float, high: float, default: float, step: float | None = None,
                **kwargs: Any) -> Any:
+        if low >= high:  # a range that follows the data can hold one value: nothing to choose, no slider
+            st.session_state[BOUND_PARAMS].add(name)
+            return low
         # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
         # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default
         kept = st.session_state.get(name)

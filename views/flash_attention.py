@@ -14,7 +14,7 @@ from ui.page import Page, equations, gaps
 
 D_EXAMPLE = 8  # head dim of the tile example: the grid, not the width, is what the page shows
 MODEL_LENGTHS = [2**k for k in range(8, 15)]  # 256 … 16k
-MEASURED_LENGTHS = [256, 512, 1024]
+MEASURED_LENGTHS = [128, 256, 512]
 SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
 page = Page("flash_attention")
 st.markdown(
@@ -101,8 +101,8 @@ def traffic_model() -> None:
     element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
     left, right = st.columns(2)
     measure = page.toggle("Measure here at these blocks", "measure", where=right,
-                          help="About two seconds, once per setting: naive and tiled attention at N = 256, 512 and "
-                               "1024 on this server")
+                          help="Up to a second, once per setting: naive and tiled attention at N = 128, 256 and "
+                               "512 on this server")
     with page.guard():
         traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
         naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in MODEL_LENGTHS]
@@ -114,7 +114,7 @@ def traffic_model() -> None:
                                        log_x=True, log_y=True))
         with right:
             if measure:
-                with st.spinner("Measuring the peak memory of naive and tiled attention at three lengths…"):
+                with st.spinner("Measuring the peak memory of naive and tiled attention at N = 128, 256 and 512…"):
                     lengths, peaks = MEASURED_LENGTHS, measured_peaks(d, model_B_r, model_B_c, causal)
                 title = "Peak memory, measured here"
                 source = f"CPU, fp32, one head, d = {d}, {model_B_r} × {model_B_c} tiles."

@@ -19,8 +19,6 @@ import torch
 
 from engine.attention.scoring import causal_mask
 
-TILE_KINDS = ("full", "diagonal", "skipped")  # causal tiles: no mask needed, masked, entirely in the future
-
 
 def _scale(Q: torch.Tensor, scale: float | None) -> float:
     return 1 / math.sqrt(Q.shape[-1]) if scale is None else scale

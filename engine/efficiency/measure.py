@@ -85,30 +85,36 @@ class Timing:
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
                      device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
     """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
-    on a shared machine falls on all of them rather than on one. On CUDA, CUDA events time the GPU's work."""
+    on a shared machine falls on all of them rather than on one. On CUDA, events time the GPU's work."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-
-    def timed(fn: Callable[[], object]) -> float:
-        if not device.startswith("cuda"):
-            start = clock()
-            fn()
-            return clock() - start
-        # GPU time between two events: the host's launch and synchronisation costs stay out
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
 
     order: Sequence[str] = list(candidates)
     for _ in range(warmup):
         for name in order:
             candidates[name]()
+    if device.startswith("cuda"):
+        return _cuda_events(candidates, order, repeats)
     seconds: dict[str, list[float]] = {name: [] for name in order}
     for _ in range(repeats):
         for name in order:
-            seconds[name].append(timed(candidates[name]))
+            start = clock()
+            candidates[name]()
+            seconds[name].append(clock() - start)
     return {name: Timing(s) for name, s in seconds.items()}
+
+
+def _cuda_events(candidates: dict[str, Callable[[], object]], order: Sequence[str], repeats: int) -> dict[str, Timing]:
+    """GPU time between two events around each call. Nothing synchronises between calls, so while the host
+    launches ahead the GPU runs one call after the other and the events hold kernel time, not launch gaps."""
+    events = {name: [] for name in order}
+    torch.cuda.synchronize()
+    for _ in range(repeats):
+        for name in order:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            candidates[name]()
+            end.record()
+            events[name].append((start, end))
+    torch.cuda.synchronize()
+    return {name: Timing([start.elapsed_time(end) / 1e3 for start, end in pairs]) for name, pairs in events.items()}

@@ -83,16 +83,17 @@ def _sdpa_backend(name: str) -> Callable:
     return run
 
 
-def methods(device: str, block: int, kernel: dict | None = None) -> dict[str, Callable]:
-    """What can be timed here: on CPU naive, tiled and SDPA; on CUDA also SDPA's backends and our kernel
-    (`kernel`: block_m, block_n, num_warps, num_stages for it, else its defaults)."""
+def methods(device: str, block: int, kernel: dict | None = None,
+            dtype: torch.dtype = torch.bfloat16) -> dict[str, Callable]:
+    """What can be timed here: on CPU naive, tiled and SDPA; on CUDA also SDPA's backends and, in float16 or
+    bfloat16, our kernel (`kernel`: block_m, block_n, num_warps, num_stages for it, else its defaults)."""
     found: dict[str, Callable] = {
         NAIVE: naive_attention,
         TILED: lambda Q, K, V, causal: flash_forward(Q, K, V, causal, block, block)[0],
     }
     if device.startswith("cuda"):
         found |= {name: _sdpa_backend(name) for name in SDPA_BACKENDS}
-        if triton_flash.available():
+        if triton_flash.available() and dtype in triton_flash.DTYPES:
             found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_attention(Q, K, V, causal, **(kernel or {}))[0]
     else:
         found[SDPA] = lambda Q, K, V, causal: F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
@@ -109,7 +110,7 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
     """
     g = torch.Generator(device=device).manual_seed(N)
     Q, K, V = (torch.randn(batch, heads, N, d, generator=g, device=device, dtype=dtype) for _ in range(3))
-    available = methods(device, block, kernel)
+    available = methods(device, block, kernel, dtype)
     runnable, refused = {}, {}
     for name in chosen:
         if name not in available:
@@ -127,8 +128,8 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
         for name, fn in list(runnable.items()):  # a backend that rejects this shape is refused, not fatal
             try:
                 fn(Q, K, V, causal)
-            except RuntimeError as error:
-                refused[name] = f"failed: {str(error).splitlines()[0][:160]}"
+            except Exception as error:  # out of memory, a backend without a kernel for this shape, a compile error
+                refused[name] = f"failed: {(str(error).splitlines() or [type(error).__name__])[0][:160]}"
                 del runnable[name]
         timings = time_interleaved({name: (lambda fn=fn: fn(Q, K, V, causal)) for name, fn in runnable.items()},
                                    repeats=repeats, device=device)

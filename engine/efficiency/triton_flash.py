@@ -14,6 +14,7 @@ before this module is imported). The interpreter's tl.dot multiplies bfloat16 bi
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -27,6 +28,7 @@ except ImportError:  # the app and its tests run without triton; only this kerne
 
 HEAD_DIMS = (16, 32, 64, 128)  # tl.dot needs at least 16; past 128 the tile no longer fits in registers
 DTYPES = (torch.float16, torch.bfloat16)
+MAX_GRID_Y = 65535  # CUDA's limit on the second grid dimension, which holds batch × heads
 LOG2_E = 1.4426950408889634  # 1 / ln 2: e^x = 2^(x log2 e)
 
 
@@ -54,22 +56,22 @@ if triton is not None:
             v = tl.load(v_base + offs_n[:, None] * stride_n + offs_d[None, :], mask=offs_n[:, None] < n_ctx,
                         other=0.0)
         if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k_t.to(tl.float32)) * qk_scale
+            s = tl.dot(q.to(tl.float32), k_t.to(tl.float32))
         else:
-            s = tl.dot(q, k_t) * qk_scale  # (BLOCK_M, BLOCK_N), log2 units
+            s = tl.dot(q, k_t)  # (BLOCK_M, BLOCK_N), unscaled: the scale is fused into the exponent below
         if CAUSAL_MASK:
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
         if not EVEN_N:
             s = tl.where(offs_n[None, :] < n_ctx, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # in log2 units
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])  # one fused multiply-add per score
         alpha = tl.math.exp2(m_i - m_new)  # 2^{m_old - m_new}: eq. 137's rescaling
         l_i = l_i * alpha + tl.sum(p, 1)
         p = p.to(v.dtype)  # P rounded to the input dtype, as the tensor cores take it
         if DOT_F32:
-            acc = acc * alpha[:, None] + tl.dot(p.to(tl.float32), v.to(tl.float32))
+            acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc * alpha[:, None])
         else:
-            acc = acc * alpha[:, None] + tl.dot(p, v)
+            acc = tl.dot(p, v, acc * alpha[:, None])  # accumulate into the rescaled output
         return acc, m_new, l_i
 
     @triton.jit
@@ -77,6 +79,8 @@ if triton is not None:
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                        EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, DOT_F32: tl.constexpr):
         start_m = tl.program_id(0)
+        if CAUSAL:  # the longest causal rows first, so the launch does not end on them
+            start_m = tl.num_programs(0) - 1 - start_m
         head = tl.program_id(1).to(tl.int64)  # batch × heads can pass 2^31 elements
         offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_d = tl.arange(0, HEAD_DIM)
@@ -128,32 +132,38 @@ def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int
                          "the diagonal blocks start where a query block starts")
 
 
-def default_blocks(N: int, head_dim: int) -> tuple[int, int]:
-    """Block sizes: small under the interpreter (numpy runs every lane), GPU-sized otherwise."""
+def default_launch(head_dim: int) -> tuple[int, int, int]:
+    """BLOCK_M, BLOCK_N and warps: small blocks under the interpreter (numpy runs every lane); on a GPU,
+    8 warps at d = 128 so the (128, 128) accumulator and the score tile fit in registers without spilling."""
     if interpreted():
-        return 16, 16
-    return (128, 64) if head_dim <= 64 else (128, 32)
+        return 16, 16, 4
+    return (128, 64, 4) if head_dim <= 64 else (128, 64, 8)
 
 
 def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
-                     block_m: int | None = None, block_n: int | None = None,
-                     num_warps: int = 4, num_stages: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+                     block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
+                     num_stages: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N)."""
     if not available():
         raise RuntimeError("the Triton kernel needs triton and a CUDA GPU, or TRITON_INTERPRET=1 on CPU")
     if Q.dim() != 4 or Q.shape != K.shape or Q.shape != V.shape:
         raise ValueError(f"Q, K and V must share one shape (B, H, N, d); got {tuple(Q.shape)}, "
                          f"{tuple(K.shape)}, {tuple(V.shape)}")
+    if not interpreted() and not (Q.is_cuda and K.device == Q.device == V.device):
+        raise ValueError("the compiled kernel takes Q, K and V on one CUDA device")
     B, H, N, d = Q.shape
-    defaults = default_blocks(N, d)
-    block_m, block_n = block_m or defaults[0], block_n or defaults[1]
+    if B * H > MAX_GRID_Y:
+        raise ValueError(f"batch × heads = {B * H:,} is more than the {MAX_GRID_Y:,} programs a grid column holds")
+    defaults = default_launch(d)
+    block_m, block_n, num_warps = block_m or defaults[0], block_n or defaults[1], num_warps or defaults[2]
     check_settings(d, Q.dtype, block_m, block_n, causal)
     Q, K, V = Q.contiguous(), K.contiguous(), V.contiguous()
     O = torch.empty_like(Q)
     L = torch.empty(B, H, N, dtype=torch.float32, device=Q.device)
     grid = (math.ceil(N / block_m), B * H)
-    _flash_forward[grid](Q, K, V, O, L, N * d, d, N, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
-                         BLOCK_N=block_n, CAUSAL=causal, EVEN_M=N % block_m == 0, EVEN_N=N % block_n == 0,
-                         DOT_F32=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
-                         num_stages=num_stages)
+    with torch.cuda.device(Q.device) if Q.is_cuda else contextlib.nullcontext():
+        _flash_forward[grid](Q, K, V, O, L, N * d, d, N, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
+                             BLOCK_N=block_n, CAUSAL=causal, EVEN_M=N % block_m == 0, EVEN_N=N % block_n == 0,
+                             DOT_F32=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
+                             num_stages=num_stages)
     return O, L

@@ -5,14 +5,11 @@ dtype − fp32 reference|, where "torch in the same dtype" is plain attention co
 dtype (S = QK^T rounded to it, softmax in float32, P rounded before PV), as their `attention_ref` does.
 """
 import math
-import os
 
 import pytest
 import torch
 
-CUDA = torch.cuda.is_available()
-if not CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is decorated, so before the import
+CUDA = torch.cuda.is_available()  # without one, tests/conftest.py has set TRITON_INTERPRET=1
 pytest.importorskip("triton", reason="triton is not installed (requirements-dev.txt installs it)")
 
 from engine.efficiency.flash import naive_attention  # noqa: E402

@@ -32,7 +32,7 @@ def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> 
     labels = [str(j + 1) for j in range(n)]
     x, final = trace.x.tolist(), trace.a.tolist()
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=("x_j; dashed: running max m_i", "e^(x_j − m_i)/d_i; ○ softmax"))
+                        subplot_titles=("x_j, max m_i dashed", "e^(x_j − m_i)/d_i, ○ softmax"))
     fig.add_trace(go.Bar(x=labels, y=x, name="x_j", showlegend=False, marker=dict(color=[2] * n, **BAR_SCALE)), 1, 1)
     fig.add_trace(go.Scatter(x=[labels[0], labels[-1]], y=[0.0, 0.0], mode="lines", name="m_i",
                              line=dict(color=CURRENT, dash="dash")), 1, 1)
@@ -72,7 +72,7 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     right: the running maximum m and normaliser l of the rows of the query block in flight."""
     T_r, T_c = len(kinds), len(kinds[0])
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
-                        subplot_titles=("Tiles of S = QKᵀ", "m (blue) and l (green) of the rows"))
+                        subplot_titles=("Tiles of S = QKᵀ", "m (blue), l (green)"))
     colourscale = [[k / 3, c] for k, c in enumerate(TILE_COLOURS)]
     fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
                              zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,

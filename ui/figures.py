@@ -190,15 +190,15 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     play = dict(frame=dict(duration=duration_ms, redraw=True), fromcurrent=True, transition=dict(duration=0))
     pause = dict(frame=dict(duration=0, redraw=False), mode="immediate")
     spec["layout"] |= dict(
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.27, xanchor="left", yanchor="top",
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.2, xanchor="left", yanchor="top",
                           pad=dict(t=0, r=8), showactive=False,
                           buttons=[dict(label="▶ Play", method="animate", args=[None, play]),
                                    dict(label="❚❚ Pause", method="animate", args=[[None], pause])])],
-        sliders=[dict(active=start, x=0.3, len=0.7, y=-0.2, yanchor="top", pad=dict(t=0),
-                      currentvalue=dict(prefix=prefix),
+        sliders=[dict(active=start, x=0, len=1, y=-0.3, yanchor="top", pad=dict(t=0),
+                      currentvalue=dict(prefix=prefix, xanchor="right"),
                       steps=[dict(label=name, method="animate", args=[[name], pause]) for name in names])],
     )
-    spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=130)
+    spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=150)
     return go.Figure(spec, _validate=False)
 
 

@@ -64,6 +64,10 @@ with page.guard():
         figures.show(tile_figure(kinds, record, step, B_r, N))
         st.caption("Orange: the tile in SRAM now; blue: done; grey: not yet; white: skipped, every key in the future. "
                    "Play runs the steps in the browser; the slider above sets the step described below.")
+        skipped = sum(k == "skipped" for row in kinds for k in row)
+        m1, m2 = st.columns(2)
+        m1.metric("Tiles computed", f"{len(record)} of {T_r * T_c}")
+        m2.metric("Skipped (causal)", skipped)
     with right:
         equations(
             ("One tile S_ij = Q_i K_jᵀ/√d, as 000 eq. 137 on a block of rows",
@@ -76,10 +80,6 @@ with page.guard():
              r"dV_j &\mathrel{+}= P^\top dO_i \\ dQ_i &\mathrel{+}= dS\, K_j / \sqrt d \\ "
              r"dK_j &\mathrel{+}= dS^\top Q_i / \sqrt d \end{aligned}"),
         )
-        skipped = sum(k == "skipped" for row in kinds for k in row)
-        m1, m2 = st.columns(2)
-        m1.metric("Tiles computed", f"{len(record)} of {T_r * T_c}")
-        m2.metric("Skipped (causal)", skipped)
     rows, keys = (now.i * B_r, min((now.i + 1) * B_r, N) - 1), (now.j * B_c, min((now.j + 1) * B_c, N) - 1)
     st.markdown(f"**Tile step {step} of {len(record)}:** queries {rows[0]}-{rows[1]} (Q_{now.i}) and keys and values "
                 f"{keys[0]}-{keys[1]} (K_{now.j}, V_{now.j}) are in SRAM; the tile "

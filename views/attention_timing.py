@@ -4,7 +4,6 @@ import streamlit as st
 import torch
 
 from engine.efficiency import sweep
-from engine.efficiency.triton_flash import HEAD_DIMS
 from ui.efficiency import sweep_figures, sweep_table
 from ui.loaders import flash_results
 from ui.page import Page, equations
@@ -46,7 +45,7 @@ def recorded_cpu() -> None:
 
 
 c1, c2, c3, c4, c5 = st.columns(5)
-d = int(page.select("Head dim d", "d", [str(h) for h in HEAD_DIMS], "64", where=c1))
+d = int(page.select("Head dim d", "d", ["64", "128"], where=c1))
 causal = page.toggle("Causal", "causal", where=c2)
 largest = int(page.select("Largest N", "upto", [str(n) for n in LENGTHS], "2048", where=c3))
 block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"], "256", where=c4,

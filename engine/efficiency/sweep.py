@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.efficiency import triton_flash
 from engine.efficiency.flash import flash_forward, naive_attention
 from engine.efficiency.measure import peak_memory, time_interleaved
 
@@ -92,6 +91,8 @@ def methods(device: str, block: int, kernel: dict | None = None,
         TILED: lambda Q, K, V, causal: flash_forward(Q, K, V, causal, block, block)[0],
     }
     if device.startswith("cuda"):
+        from engine.efficiency import triton_flash  # imports triton (a third of a second): only where it can run
+
         found |= {name: _sdpa_backend(name) for name in SDPA_BACKENDS}
         if triton_flash.available() and dtype in triton_flash.DTYPES:
             found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_attention(Q, K, V, causal, **(kernel or {}))[0]

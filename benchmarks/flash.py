@@ -26,8 +26,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from engine.efficiency import sweep, triton_flash  # noqa: E402
+from engine.efficiency.records import RESULTS  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
+CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
 # dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts
 DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4}
 # 8 warps only for the largest tile: smaller ones leave each warp too little work
@@ -63,9 +64,8 @@ def print_points(points) -> None:
 
 def cpu(quick: bool) -> dict:
     chosen = [sweep.NAIVE, sweep.TILED, sweep.SDPA]
-    print(f"CPU, {torch.get_num_threads()} threads, fp32, one head, tiles of 256 (a 256 x 64 float32 tile is "
-          "64 KiB, an L2-sized working set)")
-    target = {p.method: p for p in sweep.measure(4096, 64, False, chosen, repeats=5)}
+    print(f"CPU, {torch.get_num_threads()} threads, fp32, one head, tiles of {CPU_BLOCK}")
+    target = {p.method: p for p in sweep.measure(4096, 64, False, chosen, block=CPU_BLOCK, repeats=5)}
     print_points(target.values())
     naive, tiled, sdpa = target[sweep.NAIVE], target[sweep.TILED], target[sweep.SDPA]
     ratios = {"naive_peak_over_tiled_peak": naive.peak_mib / tiled.peak_mib, "tiled_time_over_naive": tiled.ms / naive.ms,
@@ -78,11 +78,11 @@ def cpu(quick: bool) -> dict:
         for N in (512, 1024, 2048) if quick else (512, 1024, 2048, 4096):
             if N == 4096 and not causal:
                 continue  # measured above
-            points = sweep.measure(N, 64, causal, chosen, repeats=3 if quick else 5)
+            points = sweep.measure(N, 64, causal, chosen, block=CPU_BLOCK, repeats=3 if quick else 5)
             print_points(points)
             rows += points
     return header(f"CPU ({platform.machine()}), {torch.get_num_threads()} threads") | {
-        "ratios": ratios, "goals_met": {"peak_memory_10x": ratios["naive_peak_over_tiled_peak"] >= 10,
+        "tiles": CPU_BLOCK, "ratios": ratios, "goals_met": {"peak_memory_10x": ratios["naive_peak_over_tiled_peak"] >= 10,
                                         "time_2x": ratios["tiled_time_over_naive"] <= 2},
         "rows": sweep.as_rows(rows)}
 
@@ -154,7 +154,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
     args = parser.parse_args()
-    torch.manual_seed(0)
     if torch.cuda.is_available():
         result, out = gpu(args.quick), RESULTS / "flash_gpu.json"
     else:

@@ -14,11 +14,10 @@ from engine.efficiency.flash import TileStep
 from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
 from ui import figures
 
-SEEN, CURRENT, UNSEEN = "#1f4fbf", "#e8590c", "#c8d0dc"
+SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#c8d0dc", "#7f9cd6", "#f1f3f5"
 BAR_SCALE = dict(colorscale=[[0, SEEN], [0.5, CURRENT], [1, UNSEEN]], cmin=0, cmax=2)  # 0 seen, 1 current, 2 not yet
 # tile states on the grid, drawn with one colour each
-TILE_STATES = {"skipped (future keys)": 0, "not yet": 1, "done": 2, "in SRAM now": 3}
-TILE_COLOURS = ["#f1f3f5", "#c8d0dc", "#7f9cd6", "#e8590c"]
+TILE_COLOURS = [SKIPPED, UNSEEN, DONE, CURRENT]  # tile states 0 skipped, 1 not yet, 2 done, 3 in SRAM now
 
 
 def _bar_states(n: int, step: int) -> list[int]:
@@ -76,7 +75,7 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     colourscale = [[k / 3, c] for k, c in enumerate(TILE_COLOURS)]
     fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
                              zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
-                             hovertemplate="%{y} × %{x}: %{text}<extra></extra>"), 1, 1)
+                             hovertemplate="tile %{y} × %{x}<extra></extra>"), 1, 1)
     fig.add_trace(go.Bar(x=[], y=[], name="m (running max)", marker_color=SEEN), 1, 2)
     fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker_color="#2b8a3e"), 1, 2)
     done: set[tuple[int, int]] = set()
@@ -85,10 +84,8 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
         state = np.array([[0 if kinds[i][j] == "skipped" else 2 if (i, j) in done else 1 for j in range(T_c)]
                           for i in range(T_r)], dtype=float)
         state[s.i, s.j] = 3
-        text = [[next(name for name, v in TILE_STATES.items() if v == state[i][j]) for j in range(T_c)]
-                for i in range(T_r)]
         rows = [str(s.i * B_r + r) for r in range(len(s.m))]
-        frames.append([dict(z=state.tolist(), text=text), dict(x=rows, y=s.m.tolist()), dict(x=rows, y=s.l.tolist())])
+        frames.append([dict(z=state.tolist()), dict(x=rows, y=s.m.tolist()), dict(x=rows, y=s.l.tolist())])
         done.add((s.i, s.j))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(type="category", title="query row", row=1, col=2)
@@ -96,6 +93,12 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     figures.style(fig, "", height)
     return figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
 
+
+def recorded_label(recorded: dict) -> str:
+    """Where and when the benchmark recorded a CPU results file, and what it ran."""
+    return (f"Recorded by the benchmark on {recorded['device']}, torch {recorded['versions']['torch']}, "
+            f"{recorded['date'][:10]}: fp32, one head, d = 64, {recorded.get('tiles', '?')} × "
+            f"{recorded.get('tiles', '?')} tiles for the tiled loop.")
 
 
 def by_method(rows: Sequence[dict], key: str) -> tuple[list[int], dict[str, list[float | None]]]:

@@ -1,12 +1,10 @@
 """Cached loaders: one copy per process of each shipped model, shared by every session and never mutated."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
-from engine.efficiency.records import load_results
+from engine.efficiency import records
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
@@ -19,8 +17,6 @@ from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
 from engine.transformer.train import CHECKPOINTS
-
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 @st.cache_resource(show_spinner="Loading the character TransformerLM…")
@@ -105,4 +101,4 @@ def decoding_model(name: str, text: str, page):
 def flash_results(machine: str) -> dict | None:
     """benchmarks/results/flash_<machine>.json ("cpu" or "gpu") as `python -m benchmarks.flash` wrote it, or
     None when nothing is recorded; a broken file raises ValueError with the reason."""
-    return load_results(RESULTS / f"flash_{machine}.json")
+    return records.load_results(records.RESULTS / f"flash_{machine}.json")

@@ -17,6 +17,7 @@ import streamlit as st
 from ui.catalog import BY_SLUG
 
 BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
+DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
 
 
 def _denotes(raw: str, value: Any) -> bool:
@@ -40,6 +41,7 @@ class Page:
         st.caption(f"Follows {self.info.follows}")
         self._notices = st.container()
         st.session_state.setdefault(BOUND_PARAMS, set())
+        st.session_state.setdefault(DRAWN_PARAMS, set())
 
     def notice(self, message: str) -> None:
         self._notices.info(message, icon=":material/info:")
@@ -51,6 +53,7 @@ class Page:
         with where if where is not None else contextlib.nullcontext():
             value = widget(*args, key=name, bind="query-params", **kwargs)
         st.session_state[BOUND_PARAMS].add(name)
+        st.session_state[DRAWN_PARAMS].add(name)
         if raw is not None and name not in st.query_params and not _denotes(raw, value):
             self.notice(f"URL parameter `{name}={raw[:40]}` is not {expected}; using {value}.")
         return value
@@ -118,7 +121,8 @@ def flag_unknown_params() -> None:
     owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture"}
     # a control this session has drawn but this run did not (hidden by another control, or past a refused
     # input) keeps its parameter: Streamlit owns it, and drawing the control again restores its value
-    for name in [n for n in st.query_params if n not in owned and n not in st.session_state]:
+    drawn = st.session_state.get(DRAWN_PARAMS, set())
+    for name in [n for n in st.query_params if n not in owned and n not in drawn]:
         st.toast(f"Ignored URL parameter `{name[:40]}`: this page has no such control.", icon=":material/link_off:")
         del st.query_params[name]
     st.session_state[BOUND_PARAMS] = set()

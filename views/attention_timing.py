@@ -4,11 +4,10 @@ import streamlit as st
 import torch
 
 from engine.efficiency import sweep
-from ui.efficiency import sweep_figures, sweep_table
+from ui.efficiency import recorded_label, sweep_figures, sweep_table
 from ui.loaders import flash_results
 from ui.page import Page, equations
 
-LENGTHS = [2**k for k in range(8, 15)]  # 256 … 16k
 NAIVE_BUDGET = 256 * 2**20  # S and P together; a hosted server has about 2.5 GB for every visitor
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 page = Page("attention_timing")
@@ -33,28 +32,27 @@ def recorded_cpu() -> None:
         st.info("Nothing is timed in this session yet and no CPU results are recorded: press the button.",
                 icon=":material/timer:")
         return
-    ratios = recorded["ratios"]
-    st.caption(f"Not timed in this session yet, so here is what the benchmark recorded on {recorded['device']}, "
-               f"torch {recorded['versions']['torch']}, {recorded['date'][:10]} (fp32, one head, d = 64, 256 × 256 "
-               "tiles). Press the button to time on this server.")
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Peak memory at N = 4096, naive / tiled", f"{ratios['naive_peak_over_tiled_peak']:.0f}×")
-    m2.metric("Time, tiled / naive", f"{ratios['tiled_time_over_naive']:.2f}×")
-    m3.metric("Time, tiled / torch SDPA", f"{ratios['tiled_time_over_sdpa']:.2f}×")
+    st.caption(f"Not timed in this session yet. {recorded_label(recorded)} Press the button to time on this server.")
+    ratios = recorded.get("ratios")
+    if ratios:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Peak memory at N = 4096, naive / tiled", f"{ratios['naive_peak_over_tiled_peak']:.0f}×")
+        m2.metric("Time, tiled / naive", f"{ratios['tiled_time_over_naive']:.2f}×")
+        m3.metric("Time, tiled / torch SDPA", f"{ratios['tiled_time_over_sdpa']:.2f}×")
     sweep_figures([r for r in recorded["rows"] if r["causal"] == causal])
 
 
 c1, c2, c3, c4, c5 = st.columns(5)
 d = int(page.select("Head dim d", "d", ["64", "128"], where=c1))
 causal = page.toggle("Causal", "causal", where=c2)
-largest = int(page.select("Largest N", "upto", [str(n) for n in LENGTHS], "2048", where=c3))
+largest = int(page.select("Largest N", "upto", [str(n) for n in sweep.LENGTHS], "2048", where=c3))
 block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"], "256", where=c4,
                         help="B_r = B_c for the tiled torch method: on a CPU larger tiles mean fewer Python steps"))
 repeats = page.slider("Repeats", "repeats", 1, 10, 5, where=c5)
 dtype = torch.float32
 if DEVICE == "cuda":
     dtype = getattr(torch, page.select("dtype", "dtype", ["bfloat16", "float16", "float32"]))
-chosen = list(sweep.methods(DEVICE, block))
+chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
 settings = (d, causal, largest, block, repeats, str(dtype))
 
 left, right = st.columns([3, 2])
@@ -66,9 +64,9 @@ with right:
     )
 with left:
     st.markdown(f"**On this server ({DEVICE}{', ' + torch.cuda.get_device_name() if DEVICE == 'cuda' else ''}):** "
-                f"{', '.join(chosen)}, N from {LENGTHS[0]:,} to {largest:,}.")
+                f"{', '.join(chosen)}, N from {sweep.LENGTHS[0]:,} to {largest:,}.")
     if st.button("Time attention here", type="primary", icon=":material/timer:"):
-        lengths = [n for n in LENGTHS if n <= largest]
+        lengths = [n for n in sweep.LENGTHS if n <= largest]
         bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
         with timing_lock():
             rows = []

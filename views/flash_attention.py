@@ -1,19 +1,17 @@
 import math
 
-import numpy as np
 import streamlit as st
-import torch
 
 from engine.efficiency import traffic
-from engine.efficiency.flash import TileStep, check_blocks, flash_attention, flash_forward, naive_attention, tile_kind
-from engine.efficiency.sweep import NAIVE, TILED, format_bytes, peak_memory_by_length
+from engine.efficiency.flash import TileStep, tile_kind, tiled_example
+from engine.efficiency.sweep import LENGTHS, NAIVE, TILED, format_bytes, peak_memory_by_length
 from ui import figures
-from ui.efficiency import tile_figure
+from ui.efficiency import by_method, recorded_label, tile_figure
 from ui.loaders import flash_results
 from ui.page import Page, equations, gaps
 
 D_EXAMPLE = 8  # head dim of the tile example: the grid, not the width, is what the page shows
-MODEL_LENGTHS = [2**k for k in range(8, 15)]  # 256 … 16k
+MAX_TILES = 256  # every frame of the playable grid carries the whole grid
 MEASURED_LENGTHS = [128, 256, 512]
 SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
 page = Page("flash_attention")
@@ -26,36 +24,24 @@ st.markdown(
 )
 c1, c2, c3, c4, c5 = st.columns(5)
 N = page.slider("Sequence length N", "N", 4, 64, 24, where=c1)
-B_r = page.slider("Query block B_r", "Br", 1, 32, 8, where=c2)
-B_c = page.slider("Key block B_c", "Bc", 1, 32, 4, where=c3)
+B_r = page.slider("Query block B_r", "Br", 1, N, min(8, N), where=c2)
+B_c = page.slider("Key block B_c", "Bc", 1, N, min(4, N), where=c3)
 causal = page.toggle("Causal", "causal", True, where=c4)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def tile_run(N: int, B_r: int, B_c: int, causal: bool, seed: int):
-    """The example's tile steps and its checks against naive attention and autograd."""
-    g = torch.Generator().manual_seed(seed)
-    Q, K, V = (torch.randn(1, 1, N, D_EXAMPLE, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
-    record: list[TileStep] = []
-    with torch.no_grad():
-        O, L = flash_forward(Q, K, V, causal, B_r, B_c, record=record)
-    reference = naive_attention(Q, K, V, causal)
-    S = (Q @ K.transpose(-2, -1)).detach() / math.sqrt(D_EXAMPLE)
-    if causal:
-        S = S.masked_fill(~torch.ones(N, N, dtype=torch.bool).tril(), -math.inf)
-    dO = torch.randn(1, 1, N, D_EXAMPLE, generator=g, dtype=torch.float64)
-    ours = torch.autograd.grad(flash_attention(Q, K, V, causal, B_r, B_c), (Q, K, V), dO)
-    autograd = torch.autograd.grad(reference, (Q, K, V), dO)
-    checks = [("max |O tiled − naive|", O, reference.detach()), ("max |L − logsumexp(S)|", L, torch.logsumexp(S, -1))]
-    checks += [(f"max |d{name} tiled − autograd|", a, b) for name, a, b in zip("QKV", ours, autograd)]
-    return record, [(label, a.detach().numpy(), b.detach().numpy()) for label, a, b in checks]
+def example(N: int, B_r: int, B_c: int, causal: bool, seed: int) -> tuple[list[TileStep], list[tuple]]:
+    run = tiled_example(N, D_EXAMPLE, B_r, B_c, causal, seed)
+    return run.steps, [(f"max |{what}|", a.numpy(), b.numpy()) for what, a, b in run.checks]
 
 
 with page.guard():
-    check_blocks(N, B_r, B_c)
-    record, checks = tile_run(N, B_r, B_c, causal, seed)
     T_r, T_c = math.ceil(N / B_r), math.ceil(N / B_c)
+    if T_r * T_c > MAX_TILES:
+        raise ValueError(f"{T_r} × {T_c} = {T_r * T_c} tiles: the grid is drawn for at most {MAX_TILES}; take "
+                         "larger blocks")
+    record, checks = example(N, B_r, B_c, causal, seed)
     kinds = [[tile_kind(i, j, B_r, B_c, N, causal) for j in range(T_c)] for i in range(T_r)]
     step = page.slider("Tile step", "step", 1, len(record), min(3, len(record)))
     now = record[step - 1]
@@ -105,11 +91,11 @@ def traffic_model() -> None:
                                "512 on this server")
     with page.guard():
         traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
-        naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in MODEL_LENGTHS]
+        naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in LENGTHS]
         tiled = [traffic.tiled_traffic(n, d, model_B_r, model_B_c, causal, element_bytes).total / 2**20
-                 for n in MODEL_LENGTHS]
+                 for n in LENGTHS]
         with left:
-            figures.show(figures.lines(MODEL_LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
+            figures.show(figures.lines(LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
                                        title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
                                        log_x=True, log_y=True))
         with right:
@@ -124,7 +110,7 @@ def traffic_model() -> None:
             figures.show(figures.lines(lengths, {"naive": peaks[NAIVE], "tiled": peaks[TILED]}, title=title,
                                        x_title="N", y_title="MiB in tensors at the peak", log_x=True, log_y=True))
             st.caption(source)
-        at = MODEL_LENGTHS.index(4096)
+        at = LENGTHS.index(4096)
         sram = traffic.sram_bytes(model_B_r, model_B_c, d, element_bytes)
         m1, m2 = st.columns(2)
         m1.metric("Traffic at N = 4096, naive / tiled", f"{naive[at] / tiled[at]:.1f}×")
@@ -134,17 +120,13 @@ def traffic_model() -> None:
                    "which a larger SRAM allows, mean less traffic. Measured memory counts tensors alive at the peak.")
 
 
-def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float]], str]:
-    """Peak memory from the recorded CPU benchmark (d = 64), so the first paint measures nothing."""
+def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None]], str]:
+    """Peak memory from the recorded CPU benchmark, so the first paint measures nothing."""
     recorded = flash_results("cpu")
     if recorded is None:
         raise ValueError("no CPU benchmark is recorded yet: switch on “Measure here”")
-    rows = sorted((r for r in recorded["rows"] if r["causal"] == causal and r["peak_mib"] is not None),
-                  key=lambda r: r["N"])
-    lengths = sorted({r["N"] for r in rows})
-    peaks = {m: [r["peak_mib"] for r in rows if r["method"] == m] for m in (NAIVE, TILED)}
-    return lengths, peaks, (f"Recorded by the benchmark on {recorded['device']}, {recorded['date'][:10]}: fp32, "
-                            "one head, d = 64, 256 × 256 tiles.")
+    lengths, peaks = by_method([r for r in recorded["rows"] if r["causal"] == causal], "peak_mib")
+    return lengths, peaks, recorded_label(recorded)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

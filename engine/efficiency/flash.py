@@ -58,13 +58,6 @@ def naive_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: b
     return (P.to(V.dtype) @ V).to(Q.dtype)
 
 
-def check_blocks(N: int, B_r: int, B_c: int) -> None:
-    """Block sizes for a tile view: at least 1 and at most N (a larger block is the whole sequence)."""
-    for name, block in (("B_r", B_r), ("B_c", B_c)):
-        if not 1 <= block <= N:
-            raise ValueError(f"{name} = {block} does not fit N = {N}: a block holds 1 to N rows; take {name} ≤ {N}")
-
-
 def tile_kind(i: int, j: int, B_r: int, B_c: int, N: int, causal: bool) -> str:
     """Whether tile (i, j) of S needs no mask, a mask (it crosses the diagonal) or no work at all."""
     first_row, last_row = i * B_r, min((i + 1) * B_r, N) - 1
@@ -172,3 +165,31 @@ def flash_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: b
                     B_c: int = 64, scale: float | None = None) -> torch.Tensor:
     """The tiled forward with the tiled backward behind autograd."""
     return _FlashAttention.apply(Q, K, V, causal, B_r, B_c, scale)
+
+
+@dataclass
+class TiledExample:
+    """One head run tile by tile, with every output beside an independent reference."""
+
+    steps: list[TileStep]
+    checks: list[tuple[str, torch.Tensor, torch.Tensor]]  # (what, tiled, reference)
+
+
+def tiled_example(N: int, d: int, B_r: int, B_c: int, causal: bool, seed: int) -> TiledExample:
+    """Random Q, K, V (1, 1, N, d) in float64, so the checks are limited by rounding alone: O against naive
+    attention, L against logsumexp of the masked scores, dQ, dK, dV against autograd through naive attention."""
+    g = torch.Generator().manual_seed(seed)
+    Q, K, V = (torch.randn(1, 1, N, d, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    dO = torch.randn(1, 1, N, d, generator=g, dtype=torch.float64)
+    steps: list[TileStep] = []
+    with torch.no_grad():
+        O, L = flash_forward(Q, K, V, causal, B_r, B_c, record=steps)
+        S = Q @ K.transpose(-2, -1) / math.sqrt(d)
+        if causal:
+            S = S.masked_fill(~causal_mask(N, N), -math.inf)
+    reference = naive_attention(Q, K, V, causal)
+    tiled_grads = flash_backward(Q.detach(), K.detach(), V.detach(), O, dO, L, causal, B_r, B_c)
+    autograd = torch.autograd.grad(reference, (Q, K, V), dO)
+    checks = [("O tiled − naive", O, reference.detach()), ("L − logsumexp(S)", L, torch.logsumexp(S, -1))]
+    checks += [(f"d{name} tiled − autograd", a, b) for name, a, b in zip("QKV", tiled_grads, autograd)]
+    return TiledExample(steps, checks)

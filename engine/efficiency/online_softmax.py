@@ -109,7 +109,7 @@ def online_attention(q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, scale: f
     return AttentionTrace(x, m, d, o)
 
 
-def prefix_softmax(trace: SoftmaxTrace | AttentionTrace, step: int) -> torch.Tensor:
+def prefix_softmax(trace: SoftmaxTrace, step: int) -> torch.Tensor:
     """The online estimate after `step` logits, e^{x_j - m_step} / d_step for j ≤ step: the softmax of the
     prefix, which the remaining steps only rescale. Needs the online trace (d against the running maximum)."""
     if not 1 <= step <= len(trace.x):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engine.efficiency.sweep import Point
 
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
 HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
 NUMBER = (int, float)
 ROW = {"method": str, "N": int, "d": int, "causal": bool, "dtype": str, "batch": int, "heads": int,

@@ -20,6 +20,7 @@ NAIVE = "naive (S, P in memory)"
 TILED = "tiled (torch, ours)"
 SDPA = "torch SDPA"
 TRITON = "Triton kernel (ours)"
+LENGTHS = tuple(2**k for k in range(8, 15))  # N from 256 to 16k
 # on a GPU, each of torch's SDPA backends on its own
 SDPA_BACKENDS = {"SDPA flash": "FLASH_ATTENTION", "SDPA memory-efficient": "EFFICIENT_ATTENTION", "SDPA math": "MATH"}
 
@@ -132,8 +133,9 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
             except Exception as error:  # out of memory, a backend without a kernel for this shape, a compile error
                 refused[name] = f"failed: {(str(error).splitlines() or [type(error).__name__])[0][:160]}"
                 del runnable[name]
+        # the probe call above was each method's warm-up
         timings = time_interleaved({name: (lambda fn=fn: fn(Q, K, V, causal)) for name, fn in runnable.items()},
-                                   repeats=repeats, device=device)
+                                   repeats=repeats, warmup=0, device=device)
         flops = attention_flops(batch, heads, N, d, causal)
         for name, timing in timings.items():
             peak = peak_memory(lambda fn=runnable[name]: fn(Q, K, V, causal), device)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.efficiency import sweep, traffic
+from engine.efficiency import records, sweep, traffic
 from engine.efficiency.flash import tile_kind
 from engine.efficiency.online_softmax import online_attention, online_softmax
 from tests.app.conftest import assert_clean, metric, open_page
@@ -32,7 +32,7 @@ def test_online_softmax_page_steps_through_the_default_logits():
     assert table["d_i online (eq. 130)"].tolist() == pytest.approx(trace.d[:4].tolist())
     assert float(metric(at, "max |online − torch.softmax|")) < 1e-6
     assert float(metric(at, "max |o_N − SDPA|")) < 1e-6
-    assert any("3 NaN of 8" in i.value for i in at.info)  # e^1000 overflows without the maximum
+    assert any("gets 3 of 8 weights wrong (3 NaN)" in i.value for i in at.info)  # e^1000 overflows
     spec = animated(at)
     assert len(spec["frames"]) == 8 and spec["layout"]["sliders"][0]["active"] == 3
     # the frame of step 4 draws e^{x_j - m_4} / d_4 over the first four logits: the softmax of that prefix
@@ -63,6 +63,15 @@ def test_online_softmax_explains_bad_typed_logits(typed, message):
     assert at.title[0].value == "Online softmax"
 
 
+@pytest.mark.parametrize("typed,wrong", [("-200, -300", "2 of 2 weights wrong (2 NaN)"),
+                                         ("88, 88, 88", "3 of 3 weights wrong (0 NaN)"), ("1, 2, 3", None)])
+def test_naive_softmax_is_named_wrong_where_it_over_or_underflows(typed, wrong):
+    at = open_page("online_softmax", x=typed)
+    assert_clean(at)
+    notes = [i.value for i in at.info if "Without the maximum" in i.value]
+    assert (wrong in notes[0]) if wrong else not notes
+
+
 def test_online_softmax_random_logits_of_large_magnitude():
     at = open_page("online_softmax", source="Random", n="40", scale="10000", seed="5", step="40")
     assert_clean(at)
@@ -86,10 +95,13 @@ def test_flash_page_checks_and_counts_its_tiles():
     assert metric(at, "Traffic at N = 4096") == f"{naive / tiled:.1f}×"
 
 
-def test_flash_page_refuses_blocks_past_n_and_past_the_sram():
+def test_flash_page_refuses_blocks_past_n_too_many_tiles_and_past_the_sram():
     at = open_page("flash_attention", N="10", Br="16")
     assert_clean(at)
-    assert "B_r = 16 does not fit N = 10" in at.warning[0].value
+    assert any("Br=16" in i.value and "from 1 to 10" in i.value for i in at.info)
+    assert metric(at, "Tiles computed")  # the default block is used instead
+    at = open_page("flash_attention", N="64", Br="2", Bc="2")
+    assert "32 × 32 = 1024 tiles" in at.warning[0].value
     at = open_page("flash_attention", d="128", mBr="256", mBc="256", sram="RTX 4090 (100 KiB per SM)")
     assert_clean(at)
     assert any("KiB of SRAM per tile step" in w.value for w in at.warning)
@@ -129,7 +141,7 @@ def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
 
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(loaders, "RESULTS", tmp_path)
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
     loaders.flash_results.clear()
     yield tmp_path
     loaders.flash_results.clear()

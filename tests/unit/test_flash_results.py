@@ -1,12 +1,9 @@
 """The timing sweep's rows, its refusals, and the schema of the recorded results files."""
 import json
-from pathlib import Path
 
 import pytest
 
 from engine.efficiency import records, sweep
-
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def test_sweep_measures_every_method_and_refuses_naive_past_its_budget():
@@ -43,7 +40,7 @@ def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):
 
 
 def test_the_recorded_results_files_fit_the_schema():
-    for path in RESULTS.glob("flash_*.json"):
+    for path in records.RESULTS.glob("flash_*.json"):
         data = records.load_results(path)
         assert data["rows"], path
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}

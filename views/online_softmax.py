@@ -69,16 +69,16 @@ with page.guard():
                        f"m multiplies the old output by e^(2(m_i − m_(i−1))) too much. Here m rises at {rises} of "
                        f"{N - 1} steps after the first.", icon=":material/warning:")
     i = step - 1
-    rescale = torch.exp(online.m[i - 1] - online.m[i]) if i else torch.tensor(0.0)
+    rescale = torch.cat([torch.zeros(1), torch.exp(online.m[:-1] - online.m[1:])])  # e^(m_(i−1) − m_i), m_0 = −∞
     st.markdown(f"**After step {step}:** m_{step} = {online.m[i]:.6g}, rescaling e^(m_{step - 1} − m_{step}) = "
-                f"{rescale:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
+                f"{rescale[i]:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
                 f"({', '.join(f'{v:.6g}' for v in attention.o[i].tolist())})")
     steps = range(step)
     st.dataframe({
         "i": [j + 1 for j in steps],
         "x_i": online.x[:step].tolist(),
         "m_i": online.m[:step].tolist(),
-        "e^(m_(i−1) − m_i)": [0.0] + torch.exp(online.m[:step - 1] - online.m[1:step]).tolist(),
+        "e^(m_(i−1) − m_i)": rescale[:step].tolist(),
         "d_i online (eq. 130)": online.d[:step].tolist(),
         "d_i against m_N (eq. 123)": three.d[:step].tolist(),
         "o_i (eq. 137)": [", ".join(f"{v:.4g}" for v in row) for row in attention.o[:step].tolist()],

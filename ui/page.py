@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 
 from ui.catalog import BY_SLUG
+from ui.figures import lecture_mode
 
 BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
 DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
@@ -42,6 +43,14 @@ class Page:
         self._notices = st.container()
         st.session_state.setdefault(BOUND_PARAMS, set())
         st.session_state.setdefault(DRAWN_PARAMS, set())
+
+    def intro(self, text: str) -> None:
+        """The page's opening paragraph; folded away in lecture mode so the first figure fits the screen."""
+        if lecture_mode():
+            with st.expander("About this page"):
+                st.markdown(text)
+        else:
+            st.markdown(text)
 
     def notice(self, message: str) -> None:
         self._notices.info(message, icon=":material/info:")

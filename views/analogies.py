@@ -9,7 +9,7 @@ from ui.tables import neighbour_table
 
 PAIR_NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 page = Page("analogies")
-st.markdown(
+page.intro(
     "a is to b as c is to ?: find the word x whose vector is nearest to b − a + c (000 eq. 1). 3CosAdd "
     "adds cosines, 3CosMul (Levy and Goldberg, 2014) multiplies them, so one large similarity cannot "
     "drown the others; a, b and c are never answers. GloVe (000 eq. 19-21) was trained on 6 billion "

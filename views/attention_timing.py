@@ -11,7 +11,7 @@ from ui.page import Page, equations
 NAIVE_BUDGET = 256 * 2**20  # S and P together; a hosted server has about 2.5 GB for every visitor
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 page = Page("attention_timing")
-st.markdown(
+page.intro(
     "The same attention four ways: naive (S and P held whole), our tiled loop in torch, torch's own fused "
     "scaled_dot_product_attention, and, on a GPU, our Triton kernel. Each is timed on this server, interleaved "
     "with the others and repeated, and its peak memory measured on its own. Throughput counts 4·B·H·N²·d "

@@ -6,7 +6,7 @@ from ui import figures
 from ui.page import Page, equations, gaps
 
 page = Page("attention_variants")
-st.markdown(
+page.intro(
     "Four ways to share or compress keys and values, at the same d_model and number of query heads. "
     "MHA caches K and V for every head; GQA for g groups of heads; MQA for one; MLA caches one latent "
     "c^KV per token and rebuilds nothing, because W_uk folds into the query and W_uv into the output."

@@ -5,7 +5,7 @@ from ui import figures
 from ui.page import Page, equations
 
 page = Page("cache_sizes")
-st.markdown(
+page.intro(
     "How much memory the KV cache of a real model takes, from its published configuration: per token, and "
     "for your context length, batch and number format. Set the sliders under “Your model” to add your own "
     "configuration; it heads the table and the charts."

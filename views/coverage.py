@@ -19,7 +19,7 @@ def distracted_metrics() -> dict[str, dict]:
     return {MODELS[name]: held_out_metrics(seq2seq_checkpoint(name)[0], held_out) for name in MODELS}
 
 
-st.markdown(
+page.intro(
     "A decoder that forgets where it has already looked may repeat itself or skip part of the input. The "
     "coverage vector c^t adds up the attention of all earlier steps (eq. 48); the coverage loss charges "
     "each step for looking again where c^t is already high (eq. 49). The second model was trained with "

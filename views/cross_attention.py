@@ -7,7 +7,7 @@ from ui.page import Page, equations, gaps
 from ui.seq2seq import attention_heatmap, checked_input
 
 page = Page("cross_attention")
-st.markdown(
+page.intro(
     "In a transformer's cross-attention the queries come from one sequence and the keys and values from "
     "another (000 §8.4). The seq2seq decoder already does exactly this, one step at a time: its query is "
     "the state s_{t−1}, its keys and values are the encoder states z_j. Stack the decoder's queries into Q "

@@ -37,7 +37,7 @@ def error_study(name: str):
 
 
 page = Page("decoding_lab")
-st.markdown(
+page.intro(
     "Search for the output a model finds most probable (000 eq. 27). Exhaustive search keeps every branch "
     "(N^T of them), greedy keeps one, beam search keeps the W best at every depth (eq. 30). Every node the "
     "search expanded is drawn; pruned ones are faded. Finished hypotheses are then ranked by raw log P and "

@@ -6,7 +6,7 @@ from ui import figures
 from ui.page import Page, equations, gaps
 
 page = Page("decoupled_rope")
-st.markdown(
+page.intro(
     "Multi-head latent attention caches one small latent c^KV per token and folds the key up-projection W_uk "
     "into the query. RoPE spoils that: its rotation depends on the key's position, and it would sit between "
     "W_Q and W_uk where no fixed matrix can absorb it (000 eq. 111-112). The decoupled form gives each query and "

@@ -15,7 +15,7 @@ MAX_TILES = 256  # every frame of the playable grid carries the whole grid
 MEASURED_LENGTHS = [128, 256, 512]
 SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
 page = Page("flash_attention")
-st.markdown(
+page.intro(
     "FlashAttention never writes the N × N scores to the GPU's main memory (HBM). Each block of B_r queries "
     "stays in fast on-chip SRAM while blocks of B_c keys and values stream past; the online softmax of eq. 137, "
     "applied to a block of rows, keeps a running maximum m, a running sum l and an unnormalised output, "

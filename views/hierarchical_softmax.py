@@ -13,7 +13,7 @@ model, extra = word2vec_checkpoint("lee_hierarchical")
 counts = model.vocab.counts
 tree = huffman_tree(counts)
 V = len(model.vocab)
-st.markdown(
+page.intro(
     f"A skip-gram model trained with hierarchical softmax on the Lee news corpus ({V:,} words). The "
     f"{V:,} words are the leaves of a Huffman tree built from their counts; each of the {V - 1:,} inner nodes "
     "holds a vector v′. A word's probability is the product of one sigmoid per node on its path, so no "

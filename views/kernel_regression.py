@@ -7,7 +7,7 @@ from ui import figures
 from ui.page import Page, equations
 
 page = Page("kernel_regression")
-st.markdown(
+page.intro(
     "The query is where we want an estimate, the keys are where we observed data and the values are "
     "what we observed. Attention pooling is a weighted average of the values, weighted by how similar "
     "each key is to the query."

@@ -9,7 +9,7 @@ from ui.loaders import char_model, prompt_ids
 from ui.page import Page, equations
 
 page = Page("kv_cache")
-st.markdown(
+page.intro(
     "Generating token T+1 adds one row to the masked score matrix and no column to the earlier rows "
     "(000 eq. 88): the new query needs every earlier key and value, but no earlier query is needed again. "
     "So K and V are cached, Q is not, and each step projects one token instead of the whole prefix."

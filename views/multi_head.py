@@ -6,7 +6,7 @@ from ui import figures
 from ui.page import Page, equations, gaps
 
 page = Page("multi_head")
-st.markdown(
+page.intro(
     "One layer of multi-head self-attention on a batch of random token vectors, run the way 000 §8.3.2's "
     "`CausalSelfAttention.forward` runs it. Each row of the table is one line of that code and the tensor it makes."
 )

@@ -9,7 +9,7 @@ from ui.loaders import char_model, finetuned_classifier, prompt_ids
 from ui.page import Page, equations
 
 page = Page("objectives")
-st.markdown(
+page.intro(
     "The same sentence under two pre-training objectives (001 §1.9). A causal LM predicts every next character "
     "from the ones before it, so every position contributes to its loss. A masked LM sees the whole sentence "
     "with some characters replaced by [MASK] and is scored only where it had to fill one in. Each objective "

@@ -9,7 +9,7 @@ from ui.loaders import glove
 from ui.page import Page, equations
 
 page = Page("one_hot")
-st.markdown(
+page.intro(
     "Give every word of the vocabulary its own axis and a word is a vector of zeros with a single 1. "
     "Then every two different words are exactly √2 apart and orthogonal: the vectors say nothing about "
     "which words are alike, and each is as long as the vocabulary. Type a sentence and compare with the "

@@ -11,7 +11,7 @@ from ui.page import Page, equations, gaps
 MAX_LOGITS = 64  # one bar and one table row per logit
 DEFAULT_LOGITS = "3, 1, 4, 1000, 5, 1004, 2, 998"  # the maximum moves three times; e^1000 overflows float32
 page = Page("online_softmax")
-st.markdown(
+page.intro(
     "Softmax needs the largest logit before it can exponentiate safely, so the textbook algorithm reads the "
     "logits three times (eq. 122-124). The online softmax keeps a running maximum m_i and rescales its "
     "running sum d_i by e^(m_(i−1) − m_i) whenever the maximum grows (eq. 130), so one pass gives both. "

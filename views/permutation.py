@@ -10,7 +10,7 @@ from ui.page import Page, equations
 page = Page("permutation")
 ENCODING_LABELS = {"None": "none", "Sinusoidal, added to X (002 §2.3.2)": "sinusoidal",
                    "RoPE, rotating q and k (002 §2.3.3)": "rope"}
-st.markdown(
+page.intro(
     "Self-attention compares every token with every other, but nothing in Q Kᵀ knows where a token sits. "
     "Shuffle the tokens and, with no positions added, the attention map is the same map with its rows and "
     "columns shuffled the same way."

@@ -7,7 +7,7 @@ from ui.page import Page, equations
 from ui.seq2seq import attention_heatmap, checked_input, metrics_table, output_labels
 
 page = Page("pointer_generator")
-st.markdown(
+page.intro(
     "The task: “call ximena on 3 march 2021” → “ximena 2021-03-03”. Names are random syllables and the "
     "output vocabulary has digits, “-” and the space but **no letters**, so a name can only be copied from "
     "the input. At each step the gate g decides how much probability comes from the vocabulary (generate) "

@@ -8,7 +8,7 @@ from ui.loaders import pointer_network
 from ui.page import Page, equations
 
 page = Page("pointer_network")
-st.markdown(
+page.intro(
     "A pointer network's answer is a list of positions in its own input (000 §7.2.1). Here it sorts "
     "numbers: at every step the additive attention of eq. 52 *is* the output distribution over the input "
     "positions, and the number it points at is fed back in. Trained on 5 to 10 numbers in [0, 1)."

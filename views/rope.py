@@ -8,7 +8,7 @@ from ui import figures
 from ui.page import Page, equations, gaps
 
 page = Page("rope")
-st.markdown(
+page.intro(
     "RoPE rotates each pair of a query's and key's coordinates by an angle proportional to the token's "
     "position. A dot product of two rotated vectors only sees the difference of their angles, so attention "
     "scores depend on how far apart two tokens are, not where they are. The notes disagree on two details, "

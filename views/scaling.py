@@ -8,7 +8,7 @@ from ui import figures
 from ui.page import Page, equations
 
 page = Page("scaling")
-st.markdown(
+page.intro(
     "Draw queries and keys with independent entries of mean 0 and variance 1. Their dot product has "
     "variance d_k, so as d_k grows the raw logits spread out, the softmax picks one key almost surely, and "
     "its gradient (000 eq. 56) vanishes. Dividing by √d_k keeps the spread at 1 for every d_k."

@@ -8,6 +8,11 @@ from ui.inputs import format_matrix, parse_matrix
 from ui.page import Page, equations
 
 page = Page("scoring_functions")
+page.intro(
+    "An attention layer scores every key against the query, turns the scores into weights with a softmax "
+    "and returns the weighted average of the values. Only the scoring function differs between the classic "
+    "variants: pick one, and mask padding keys to see them get weight 0."
+)
 # 002 §2.1's worked example: decoder state s_{t-1} as the query, encoder states h_1..h_3 as keys and values.
 EXAMPLE_Q, EXAMPLE_K = np.array([[0.5, 0.2]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 EXAMPLE_PRINTED = {"weights": [0.3374, 0.2501, 0.4125], "context": [0.7499, 0.6626]}  # as 002 prints them

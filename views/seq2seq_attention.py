@@ -14,7 +14,7 @@ SCORE_EQUATIONS = {
     "additive": ("000 eq. 47", r"e_{tj} = v^\top \tanh(W_1 s_{t-1} + W_2 z_j)"),
 }
 page = Page("seq2seq_attention")
-st.markdown(
+page.intro(
     "A bidirectional GRU reads a date as written by a person, one character at a time; a GRU decoder writes "
     "it in ISO form. At every step the decoder's previous state asks which input characters matter now "
     "(Bahdanau's step, 001 §1.5). Three checkpoints differ only in how they score a match. Trained by "

@@ -6,7 +6,7 @@ from ui import figures
 from ui.page import Page, equations
 
 page = Page("sinusoidal")
-st.markdown(
+page.intro(
     "Each position gets a fixed vector of sines and cosines at geometrically spaced frequencies, added to "
     "the token embedding. Two properties make it useful: the similarity of two positions depends only on how "
     "far apart they are, and moving k steps is the same rotation for every position."

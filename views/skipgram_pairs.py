@@ -9,7 +9,7 @@ from ui import figures
 from ui.page import Page, equations
 
 page = Page("skipgram_pairs")
-st.markdown(
+page.intro(
     "Slide a window of odd size over the sentence; its middle word is the target and the rest are "
     "its context (000 §2.2.2). Each (target, context) pair is one factor of the likelihood word2vec "
     "raises. Below, the sentence's own words get random vectors and full-softmax gradient ascent "

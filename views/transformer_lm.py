@@ -8,7 +8,7 @@ from ui.page import Page, equations
 page = Page("transformer_lm")
 model, vocab, extra = char_model("causal")
 cfg = model.config
-st.markdown(
+page.intro(
     f"The TransformerLM of 000 §8.3, trained by `python -m engine.transformer.train` on the Lee corpus of news "
     f"stories that gensim installs: {cfg.n_layers} pre-LayerNorm blocks of {cfg.n_heads} heads, d_model = "
     f"{cfg.d_model}, a context of {cfg.max_seq_len} characters, one token per character."

@@ -21,7 +21,7 @@ def loss_curve(where, losses: list[float]) -> None:
                          y_label="loss per example")
 
 
-st.markdown(
+page.intro(
     "Train word2vec here, on real text or your own. Skip-gram predicts each context word from the centre "
     "word, CBOW the centre word from the mean of its context (000 §2.3). The output layer is the full "
     "softmax of eq. 3, negative sampling (eq. 16: the true word against k noise words) or hierarchical "

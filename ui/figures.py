@@ -14,6 +14,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
+TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolbar takes
+# references drawn dashed: grey, each in its own dash so several stay apart
+REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def lecture_mode() -> bool:
@@ -22,13 +25,20 @@ def lecture_mode() -> bool:
 
 def style(fig: go.Figure, title: str, height: int) -> go.Figure:
     big = lecture_mode()
+    title_size = 24 if big else 16
     fig.update_layout(
-        title=dict(text=title, font=dict(size=24 if big else 16)),
+        # the title sits just above the plot, under the band plotly's toolbar takes at the top of the figure, so
+        # the toolbar (always shown on touch screens) never covers it
+        title=dict(text=title, font=dict(size=title_size), x=0, xref="paper", y=1, yref="paper",
+                   yanchor="bottom", pad=dict(b=8)),
         font=dict(size=20 if big else 13),
         height=int(height * (1.25 if big else 1)),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if title else TOOLBAR_PX, b=10),
         template="plotly_white",
     )
+    # plotly's "~g" drops trailing zeros; the default prints a float's every digit on a narrow range
+    fig.update_xaxes(tickformat=fig.layout.xaxis.tickformat or "~g", automargin=True)
+    fig.update_yaxes(tickformat=fig.layout.yaxis.tickformat or "~g", automargin=True)
     return fig
 
 
@@ -66,10 +76,15 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
           dashed: Sequence[str] = (), height: int = 360) -> go.Figure:
     """Several named curves over one x axis; names in `dashed` are drawn dashed (references)."""
     fig = go.Figure()
+    references = [name for name in series if name in dashed]
     for name, ys in series.items():
-        reference = dict(dash="dash", width=1.5, color="#666666")  # drawn thin and grey, under nothing
+        line = dict()
+        if name in dashed:  # thin and dark grey; several references differ in dash and shade
+            k = references.index(name)
+            line = dict(dash=REFERENCE_DASHES[k % len(REFERENCE_DASHES)], width=2 if len(references) > 1 else 1.5,
+                        color=("#333333", "#666666", "#999999")[k % 3] if len(references) > 1 else "#666666")
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=name, mode="lines+markers" if markers else "lines",
-                                 line=reference if name in dashed else dict()))
+                                 line=line))
     if len(series) > 10:  # plotly's default palette has ten colours
         fig.update_layout(colorway=px.colors.qualitative.Dark24)
     # log axes labelled at powers of ten only: minor labels read as misplaced numbers
@@ -82,19 +97,25 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
 def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                       curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str = "",
                       x_title: str = "", y_title: str = "", height: int = 380, equal_axes: bool = False,
-                      log_axes: bool = False, labels: Mapping[str, Sequence[str]] | None = None) -> go.Figure:
+                      log_axes: bool = False, labels: Mapping[str, Sequence[str]] | None = None,
+                      paired: bool = False) -> go.Figure:
     """Scattered observations with fitted curves over them (NaN leaves a gap in a curve).
 
     equal_axes keeps one unit the same length on both axes, so rotations draw circles; log_axes makes both
-    axes logarithmic, labelled at powers of ten; labels names the points of some series."""
+    axes logarithmic, labelled at powers of ten; labels names the points of some series; paired gives the
+    i-th points series the i-th curve's colour (a point on its own path)."""
     fig = go.Figure()
     labels = labels or {}
-    for name, (xs, ys) in points.items():
+    palette = px.colors.qualitative.Plotly
+    for i, (name, (xs, ys)) in enumerate(points.items()):
+        colour = dict(color=palette[i % len(palette)]) if paired else {}
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="markers+text" if name in labels else "markers",
                                  text=labels.get(name), textposition="top center",
-                                 marker=dict(size=9 if name in labels else 7, opacity=0.6)))
-    for name, (xs, ys) in curves.items():
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines", line=dict(width=3)))
+                                 marker=dict(size=11 if paired else 9 if name in labels else 7,
+                                             opacity=1 if paired else 0.6, **colour)))
+    for i, (name, (xs, ys)) in enumerate(curves.items()):
+        colour = dict(color=palette[i % len(palette)]) if paired else {}
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines", line=dict(width=3, **colour)))
     axis = dict(type="log", dtick=1) if log_axes else {}
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)

@@ -1,15 +1,22 @@
-"""Entry point: sections of built pages, lecture mode, then the chosen page."""
+"""Entry point: the home page and Sources, the sections of built pages, lecture mode, a tour's bar, then the
+chosen page."""
 import streamlit as st
 
 from ui.catalog import pages_by_section
-from ui.frame import home, lecture_toggle
+from ui.frame import home, lecture_requested, lecture_toggle, sources, tour_bar
 from ui.page import flag_unknown_params
 
-st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide")
-navigation = {"": [st.Page(home, title="The arc", icon=":material/home:", default=True)]}
-for section, pages in pages_by_section().items():
-    navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon, url_path=p.slug) for p in pages]
+st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
+                   initial_sidebar_state="collapsed" if lecture_requested() else "auto")
+pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
+         for section_pages in pages_by_section().values() for info in section_pages}
+navigation = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
+                           default=True),
+                   st.Page(sources, title="Sources", icon=":material/menu_book:", url_path="sources")]}
+for section, infos in pages_by_section().items():
+    navigation[section] = [pages[info.slug] for info in infos]
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
 lecture_toggle()
+tour_bar(pages)
 page.run()
 flag_unknown_params()

@@ -1,33 +1,123 @@
-"""What surrounds every page: lecture mode and the home page's map of the arc."""
+"""What surrounds every page: lecture mode, the browser-side helpers, guided tours, the home page's map of
+the arc and the Sources page."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
-from ui.catalog import pages_by_section
+from ui import arc_map
+from ui.catalog import BY_SLUG, PAGES, SOURCES, START, pages_by_section
 from ui.figures import LECTURE
+from ui.tours import BY_KEY, STOP_PARAM, TOUR_PARAM, TOURS, stop_params
 
-# a long equation scrolls inside its panel instead of running under the next column
-BASE_CSS = "<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }</style>"
-LECTURE_CSS = "<style>html { font-size: 22px; } [data-testid='stMainBlockContainer'] { max-width: 96rem; }</style>"
+CLIENT_JS = (Path(__file__).parent / "client.js").read_text()
+# control rows (columns holding no figure or equation) fold two to a row on a phone instead of one under
+# another; a swipe over a chart scrolls the page (plotly's drag layer would take it)
+BASE_CSS = """<style>
+.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }
+/* sub- and superscripts reach a few px past KaTeX's box: room for them, so they need no scrollbar */
+.katex-display > .katex { padding: 0 6px; }
+.js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * { touch-action: pan-y !important; }
+@media (max-width: 640px) {
+  [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],
+      [data-testid='stTable'], [data-testid='stMetric'])) { flex-wrap: wrap; gap: 0.5rem; }
+  [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],
+      [data-testid='stTable'], [data-testid='stMetric'])) > [data-testid='stColumn'] {
+    min-width: calc(50% - 0.25rem) !important; flex: 1 1 calc(50% - 0.25rem) !important; }
+}
+</style>"""
+# projector: larger text, the page's top band and title made compact so the first figure is on the first screen
+LECTURE_CSS = """<style>
+html { font-size: 22px; }
+[data-testid='stMainBlockContainer'] { max-width: 100%; padding: 3.4rem 1.5rem 2rem; }
+[data-testid='stMainBlockContainer'] h1 { font-size: 1.6rem; padding: 0 0 0.2rem; }
+[data-testid='stMainBlockContainer'] h2 { font-size: 1.3rem; }
+[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.55rem; }
+[data-testid='stMainBlockContainer'] :is(.stSlider, .stSelectbox, .stTextInput, .stTextArea, .stNumberInput,
+    .stCheckbox, .stRadio, .stMultiSelect, .stButton) { zoom: 0.85; }
+</style>"""
+
+
+def lecture_requested() -> bool:
+    """Lecture mode as this run will draw it: the toggle's state, else the URL's `lecture` on a first visit."""
+    if LECTURE in st.session_state:
+        return bool(st.session_state[LECTURE])
+    return st.query_params.get(LECTURE, "").lower() == "true"
 
 
 def lecture_toggle() -> None:
-    """A sidebar switch for projectors: larger text everywhere, kept in the URL as `lecture`."""
+    """A sidebar switch for projectors: larger text, the sidebar folded away, kept in the URL as `lecture`."""
     lecture = st.sidebar.toggle("Lecture mode", key=LECTURE, bind="query-params",
-                                help="Larger text and figures for projectors")
+                                help="Larger text and figures for projectors; the sidebar folds away")
     st.html(BASE_CSS + (LECTURE_CSS if lecture else ""))
+    st.html(f"<script>{CLIENT_JS}</script>", unsafe_allow_javascript=True)
 
 
-def home() -> None:
+def tour_bar(pages: dict[str, st.Page]) -> None:
+    """On a tour's stop: where it is, its note, and Previous and Next (PageUp and PageDown, as presenters'
+    clickers send them)."""
+    key, raw_stop = st.query_params.get(TOUR_PARAM), st.query_params.get(STOP_PARAM)
+    if key is None:
+        return
+    tour = BY_KEY.get(key)
+    if tour is None or not (raw_stop or "").isdigit() or not 1 <= int(raw_stop) <= len(tour.stops):
+        st.toast(f"No such tour stop: `{key[:40]}` {str(raw_stop)[:10]}. The tours are on the home page.",
+                 icon=":material/link_off:")
+        del st.query_params[TOUR_PARAM]
+        st.query_params.pop(STOP_PARAM, None)
+        return
+    index = int(raw_stop) - 1
+    lecture = lecture_requested()
+    with st.container(border=True, key="tour_bar"):
+        note, back, forward = st.columns([8, 1.2, 1.2], vertical_alignment="center")
+        note.markdown(f"**Tour: {tour.title} · {index + 1} of {len(tour.stops)}.** {tour.stops[index].note}")
+        for column, label, shortcut, step in ((back, "Previous", "PageUp", -1), (forward, "Next", "PageDown", 1)):
+            target = index + step
+            if column.button(label, key=f"tour_{label}", shortcut=shortcut, width="stretch",
+                             disabled=not 0 <= target < len(tour.stops)):
+                st.switch_page(pages[tour.stops[target].slug], query_params=stop_params(tour, target, lecture))
+
+
+def tour_links(pages: dict[str, st.Page]) -> None:
+    lecture = lecture_requested()
+    columns = st.columns(len(TOURS))
+    for column, tour in zip(columns, TOURS):
+        with column.container(border=True):
+            st.page_link(pages[tour.stops[0].slug], label=f"**{tour.title}**", icon=":material/route:",
+                         query_params=stop_params(tour, 0, lecture))
+            st.caption(f"{tour.summary} {len(tour.stops)} stops.")
+
+
+def home(pages: dict[str, st.Page]) -> None:
     st.title("How language models compute")
     st.markdown(
-        "Every figure here is computed live, in your browser session, by the `engine` package, "
-        "following the lecture notes equation by equation. Pick a topic; each page names the "
-        "sections and equations it follows, and every control is kept in the URL so a link "
-        "reopens exactly what you see."
+        "From word vectors to FlashAttention, every figure here is computed live on the server by this "
+        "project's own code, following lecture notes equation by equation (they are listed under Sources). "
+        "Every control is kept in the URL, so a link reopens exactly what you see."
     )
-    for section, pages in pages_by_section().items():
-        st.subheader(section)
-        for info in sorted(pages, key=lambda p: p.year):
-            st.page_link(info.path, label=f"**{info.year} · {info.title}**: {info.summary}", icon=info.icon)
-            st.caption(f"Follows {info.follows}")
+    st.page_link(pages[START], label=f"**Start here: {BY_SLUG[START].title}**", icon=":material/flag:")
+    st.subheader("Guided tours")
+    tour_links(pages)
+    st.subheader("The map")
+    st.caption("One column per section, in the sidebar's order; an arrow points from a page to the pages that "
+               "build on it. Click a box to open it.")
+    st.markdown(arc_map.svg(), unsafe_allow_html=True)  # st.html would drop the SVG
+    st.subheader("Every page")
+    for section, infos in pages_by_section().items():
+        st.markdown(f"**{section}**")
+        for info in infos:
+            st.page_link(pages[info.slug], label=f"{info.title} ({info.year})", icon=info.icon)
+            st.caption(info.summary)
+
+
+def sources() -> None:
+    st.title("Sources")
+    st.markdown("Each page names the notes and equations it computes, for example “000 eq. 35”: the number "
+                "is the file below. Where the notes disagree, the page lets you choose and shows the difference.")
+    for source in SOURCES:
+        citing = [info for info in PAGES if source.code in info.follows]
+        with st.container(border=True, key=f"source_{source.code}"):
+            st.markdown(f"**{source.code}: {source.title}**  \n{source.author}, {source.date}")
+            st.caption(source.covers)
+            st.markdown("Cited by: " + ", ".join(f"[{info.title}]({info.slug})" for info in citing))

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ui.catalog import BY_SLUG
+from ui.catalog import BY_SLUG, SOURCE_CODES
 from ui.figures import lecture_mode
+from ui.tours import STOP_PARAM, TOUR_PARAM
 
 BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
 DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
@@ -38,19 +39,24 @@ class Page:
 
     def __init__(self, slug: str):
         self.info = BY_SLUG[slug]
-        st.title(self.info.title)
-        st.caption(f"Follows {self.info.follows}")
+        # each note's number links to the Sources page, which names it
+        citation = "Follows " + SOURCE_CODES.sub(lambda code: f"[{code[0]}](sources)", self.info.follows)
+        if lecture_mode():  # one row: the first figure must reach the projector's first screen
+            title, cited, about = st.columns([2, 3, 1], vertical_alignment="bottom")
+            title.title(self.info.title)
+            cited.caption(citation)
+            self._about = about.popover("About this page", width="stretch")
+        else:
+            st.title(self.info.title)
+            st.caption(citation)
+            self._about = st.container()
         self._notices = st.container()
         st.session_state.setdefault(BOUND_PARAMS, set())
         st.session_state.setdefault(DRAWN_PARAMS, set())
 
     def intro(self, text: str) -> None:
-        """The page's opening paragraph; folded away in lecture mode so the first figure fits the screen."""
-        if lecture_mode():
-            with st.expander("About this page"):
-                st.markdown(text)
-        else:
-            st.markdown(text)
+        """The page's opening paragraph; behind a button in lecture mode, so the first figure fits the screen."""
+        self._about.markdown(text)
 
     def notice(self, message: str) -> None:
         self._notices.info(message, icon=":material/info:")
@@ -127,7 +133,7 @@ def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:
 
 def flag_unknown_params() -> None:
     """After a page ran: name and drop URL parameters that no control on it owns."""
-    owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture"}
+    owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture", TOUR_PARAM, STOP_PARAM}
     # a control this session has drawn but this run did not (hidden by another control, or past a refused
     # input) keeps its parameter: Streamlit owns it, and drawing the control again restores its value
     drawn = st.session_state.get(DRAWN_PARAMS, set())

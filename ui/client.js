@@ -1,0 +1,58 @@
+// What the browser does for every page, installed once per tab (Streamlit runs this in the page itself).
+(() => {
+  if (window.__arcClient) return;
+  window.__arcClient = true;
+
+  // Back and Forward through control states. Streamlit writes a moved control into the URL with
+  // replaceState, so Back would leave the page; after a user's own input we push a history entry instead.
+  // On Back, Streamlit reruns as a history navigation and the controls take the URL's values.
+  let lastInput = 0;
+  for (const type of ["pointerup", "keyup", "change"]) {
+    document.addEventListener(type, () => { lastInput = Date.now(); }, true);
+  }
+  const replaceState = history.replaceState.bind(history);
+  history.replaceState = (state, unused, url) => {
+    if (url !== undefined && url !== null && Date.now() - lastInput < 3000) {
+      const next = new URL(url, location.href);
+      if (next.pathname === location.pathname && next.search !== location.search) {
+        return history.pushState(state, unused, url);
+      }
+    }
+    return replaceState(state, unused, url);
+  };
+
+  // Every display equation fits its column: one wider than its column is scaled down (to half at most)
+  // instead of needing a scrollbar; measured again whenever the page or the window changes.
+  const resized = new ResizeObserver(() => schedule());  // a tab or expander opening gives a width
+  const watched = new WeakSet();
+  const fitEquations = () => {
+    for (const display of document.querySelectorAll(".katex-display")) {
+      const katex = display.querySelector(":scope > .katex");
+      if (!katex) continue;
+      if (!watched.has(display)) {  // the column's width, and the equation's own once its fonts arrive
+        watched.add(display);
+        resized.observe(display);
+        resized.observe(katex);
+      }
+      if (display.clientWidth === 0) continue;
+      if (!katex.dataset.fullSize) katex.dataset.fullSize = getComputedStyle(katex).fontSize;
+      const full = parseFloat(katex.dataset.fullSize);
+      katex.style.fontSize = "";
+      let size = full;
+      // parts of an equation do not shrink with the font (rules, fixed gaps): shrink again until it fits
+      for (let tries = 0; tries < 4 && display.scrollWidth > display.clientWidth && size > full / 2; tries++) {
+        size = Math.max(size * (display.clientWidth / display.scrollWidth) * 0.98, full / 2);
+        katex.style.fontSize = `${size.toFixed(1)}px`;
+      }
+    }
+  };
+  let scheduled = false;
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => { scheduled = false; fitEquations(); });
+  };
+  new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
+  window.addEventListener("resize", schedule);
+  document.fonts.ready.then(schedule);
+})();

@@ -1,0 +1,61 @@
+"""Timings measured on this server: one per setting, kept for every visitor, replaced on demand, labelled."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from engine.efficiency.measure import Timing
+from ui import figures
+
+KEPT = 64  # measurements kept per server; the oldest setting is dropped first
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: Any  # what the measuring function returned
+    label: str  # when and where: "measured 2026-11-23 19:52 UTC on this server (CPU, 1 thread), ..."
+
+
+@st.cache_resource
+def _shelf() -> tuple[threading.Lock, dict[Hashable, Measured]]:
+    """One lock and one store per server process: two timings at once would each measure the other."""
+    return threading.Lock(), {}
+
+
+def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str, runs: str,
+                  automatic: bool) -> Measured | None:
+    """The measurement stored for `key`, after a button that measures afresh and replaces it for everyone.
+
+    measure(progress) does the timing and calls progress(fraction done). automatic: measure when nothing is
+    stored yet (for timings of about a second); otherwise the page waits for the button."""
+    lock, store = _shelf()
+    pressed = st.button("Measure again on this server" if key in store else "Measure on this server",
+                        key="measure", icon=":material/timer:",
+                        help="A fresh timing that replaces the one every visitor sees")
+    if pressed or (automatic and key not in store):
+        bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
+        with lock:
+            value = measure(lambda done: bar.progress(done, text=f"Timing on this server… {done:.0%}"))
+            when = datetime.now(timezone.utc)
+            store[key] = Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}")
+            while len(store) > KEPT:
+                store.pop(next(iter(store)))
+        bar.empty()
+    return store.get(key)
+
+
+def timing_lines(x: Sequence[float], timings: Mapping[str, Sequence[Timing]], **lines_args: Any) -> figures.go.Figure:
+    """figures.lines of each series' median in ms at every x, with a bar from its fastest to its slowest run."""
+    runs = {name: np.array([t.seconds for t in series]) * 1e3 for name, series in timings.items()}  # (len(x), repeats)
+    medians = {name: np.median(ms, axis=1) for name, ms in runs.items()}
+    fig = figures.lines(x, {name: m.tolist() for name, m in medians.items()}, **lines_args)
+    for trace in fig.data:
+        ms, m = runs[trace.name], medians[trace.name]
+        trace.error_y = dict(type="data", symmetric=False, array=ms.max(axis=1) - m, arrayminus=m - ms.min(axis=1))
+    return fig

@@ -7,6 +7,9 @@ from engine.seq2seq.dates import MAX_SOURCE
 from engine.seq2seq.decode import unknown_characters
 from ui import figures
 
+SYMBOLS = "␣ is a space, ■ the end of the output"
+LABEL_KEY = f"Axis labels are a position, counted from 0, and a character: {SYMBOLS}."
+
 
 def char_labels(text: str) -> list[str]:
     """One unique label per character (a heatmap axis merges equal labels): position and character."""

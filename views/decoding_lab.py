@@ -10,9 +10,10 @@ from engine.seq2seq.dates import distracted_examples
 from ui import figures
 from ui.loaders import decoding_model, seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import attention_heatmap
+from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
 
 MODELS = ["additive", "additive_coverage", "dot", "lm"]
+DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the coverage penalty finds the answer
 RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
               "gnmt_star": "log P / lp* + cp + ep"}
 
@@ -47,11 +48,13 @@ page.intro(
 c1, c2, c3 = st.columns([1, 3, 1])
 name = page.select("Model", "model", MODELS, where=c1,
                    help="additive, additive_coverage, dot: the date models; lm: the character TransformerLM")
-text = page.text("Input (a date) or prompt (lm)", "text", "march 3rd, 2021 at 4 pm", max_chars=200, where=c2)
+text = page.text("Input (a date) or prompt (lm)", "text", DEFAULT_TEXT, max_chars=200, where=c2)
 method = page.select("Search", "method", ["beam", "greedy", "exhaustive"], where=c3)
 c1, c2, c3, c4, c5 = st.columns(5)
-width = page.slider("Beam width W", "W", 0, 16, 4, where=c1)
-max_len = page.slider("Maximum length T", "T", 0, 30, 12, where=c2)
+# a beam wider than the output vocabulary (15 tokens for a date model) only errors
+widest = 16 if name == "lm" else seq2seq_checkpoint(name)[0].output_size
+width = page.slider("Beam width W", "W", 1, widest, 4, where=c1)
+max_len = page.slider("Maximum length T", "T", 1, 30, 12, where=c2)
 alpha = page.slider("α (length)", "alpha", 0.0, 2.0, 0.6, 0.1, where=c3)
 beta = page.slider("β (coverage)", "beta", 0.0, 1.0, 0.2, 0.05, where=c4)
 gamma = page.slider("γ (length ratio)", "gamma", 0.0, 1.0, 0.0, 0.05, where=c5)
@@ -84,6 +87,12 @@ with page.guard():
             st.markdown("**What each rule outputs**" + (" (they disagree)" if len(set(outputs.values())) > 1 else ""))
             st.dataframe({"rule": [RULE_NAMES[r] for r in RULES], "output": [outputs[r] for r in RULES]},
                          hide_index=True)
+            st.caption(f"{SYMBOLS}{', ⏎ a new line' if name == 'lm' else ''}.")
+        if text == DEFAULT_TEXT and name == "additive":
+            st.caption("On this input the model skips a digit: raw log P, and log P / |Y|^α, prefer the shorter "
+                       "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "
+                       "together pick “1950-03-31■”. Set α or β to 0 to lose it, or W to 1: greedy search never "
+                       "finds it.")
     st.subheader("Finished hypotheses, every rule side by side")
     st.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
                   **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
@@ -102,6 +111,7 @@ with page.guard():
             attention = tree.attention(best["gnmt"])
             attention_heatmap(attention, model.source, label(tree.tokens(best["gnmt"])),
                               f"The GNMT winner's attention: cp = {cp(attention, beta):.3f}")
+            st.caption(LABEL_KEY)
         else:
             st.info("The language model reads no source, so it has no attention matrix and no coverage penalty.")
 st.subheader("000 eq. 40: the two attention matrices of the coverage penalty")

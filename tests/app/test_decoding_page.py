@@ -7,13 +7,15 @@ from engine.decoding.ranking import ranked_hypotheses, winners
 from engine.decoding.search import search
 from engine.seq2seq.model import load_seq2seq
 from engine.seq2seq.train import CHECKPOINTS
-from tests.app.conftest import assert_clean, figures, open_page
+from tests.app.conftest import assert_clean, figures, open_page, texts
+
+DEFAULT_TEXT = "march 31, 1950 at 4 pm"
 
 
 def test_default_search_table_and_winners_match_the_engine():
     at = open_page("decoding_lab", W="3", T="12", alpha="0.6", beta="0.2")
     assert_clean(at)
-    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "additive.pt")[0], "march 3rd, 2021 at 4 pm")
+    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "additive.pt")[0], DEFAULT_TEXT)
     tree = search(model, "beam", 3, 12, pruned_shown=6)
     found = ranked_hypotheses(tree, Scoring(0.6, 0.2, 0.0), model.source_length)
     table = at.dataframe[1].value
@@ -23,6 +25,24 @@ def test_default_search_table_and_winners_match_the_engine():
     gnmt = winners(found)["gnmt"]
     assert outputs["output"].iloc[2] == "".join(model.label(t) for t in tree.tokens(gnmt))
     assert any(title.startswith(f"beam search: {len(tree.nodes):,} nodes") for title in figures(at))
+
+
+def test_default_input_shows_the_penalties_at_work():
+    """At the defaults raw log P prefers a skipped digit and GNMT's penalties pick the right date; the page
+    says so beside the table."""
+    at = open_page("decoding_lab")
+    assert_clean(at)
+    outputs = dict(zip(at.dataframe[0].value["rule"], at.dataframe[0].value["output"]))
+    assert outputs["log P"] == "195-03-31■"
+    assert outputs["GNMT: log P / lp + cp + ep"] == "1950-03-31■"
+    assert any("coverage penalties" in t and "195-03-31" in t for t in texts(at))
+    assert any("■ the end of the output" in t for t in texts(at))
+
+
+def test_beam_width_offers_only_widths_that_search():
+    at = open_page("decoding_lab")
+    assert (at.slider(key="W").min, at.slider(key="W").max) == (1, 15)  # a date model has 15 output tokens
+    assert at.slider(key="T").min == 1
 
 
 def test_eq40_matrices_show_minus_infinity_and_zero():
@@ -39,17 +59,21 @@ def test_without_penalties_every_rule_outputs_the_same():
 
 
 def test_bad_settings_get_messages():
-    for params, message in [({"W": "0"}, "at least 1"), ({"T": "0"}, "maximum length"),
-                            ({"method": "exhaustive", "T": "12"}, "would expand"), ({"text": ""}, "empty")]:
+    for params, message in [({"method": "exhaustive", "T": "12"}, "would expand"), ({"text": ""}, "empty")]:
         at = open_page("decoding_lab", **params)
         assert_clean(at)
         assert message in at.warning[0].value, (params, [w.value for w in at.warning])
+    for params in [{"W": "0"}, {"W": "16"}, {"T": "0"}]:  # no longer offered: the URL's value is refused, said so
+        at = open_page("decoding_lab", **params)
+        assert_clean(at)
+        assert not at.warning, [w.value for w in at.warning]
+        assert any(f"`{next(iter(params))}=" in i.value for i in at.info), (params, [i.value for i in at.info])
 
 
 def test_small_exhaustive_search_and_the_language_model():
     at = open_page("decoding_lab", method="exhaustive", T="3", model="dot")
     assert_clean(at)
-    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "dot.pt")[0], "march 3rd, 2021 at 4 pm")
+    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "dot.pt")[0], DEFAULT_TEXT)
     tree = search(model, "exhaustive", 0, 3)
     assert len(tree.nodes) > 15 ** 2  # every prefix expanded, not a beam
     assert any(t.startswith(f"exhaustive search: {len(tree.nodes):,} nodes") for t in figures(at))

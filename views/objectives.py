@@ -16,7 +16,9 @@ page.intro(
     "here has its own trained model from the same script."
 )
 c1, c2, c3 = st.columns([3, 1, 1])
-sentence = page.text("Sentence", "text", "Firefighters fought the blaze near the town.", 120, where=c1)
+# a held-out sentence about as long as the fine-tuning task's snippets, which the classifier below gets right
+sentence = page.text("Sentence", "text", "The deciding rubber was to be Rafter's farewell match before taking an "
+                     "indefinite break from the sport.", 120, where=c1)
 rate = page.slider("Masked fraction", "rate", 0.05, 0.5, 0.15, 0.05, where=c2)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c3)
 
@@ -31,7 +33,7 @@ with page.guard():
         causal = positionwise_loss(causal_lm, inputs[0], targets[0])
         masked_in, masked_targets = mlm_batch(ids[None], vocab.mask_id, rate, torch.Generator().manual_seed(seed))
         masked = positionwise_loss(mlm, masked_in[0], masked_targets[0])
-    chars = [f"{i}:{c}" for i, c in enumerate(sentence)]
+    chars = [f"{i}:{'␣' if c == ' ' else c}" for i, c in enumerate(sentence)]  # a blank label reads as missing
     st.markdown(f"**Masked-LM input** (▒ is [MASK]): `{vocab.decode(masked_in[0].tolist())}`")
     left, right = st.columns([3, 2])
     with left:
@@ -58,7 +60,9 @@ clf, _, fine = finetuned_classifier()
 st.markdown(
     f"The LM was fine-tuned on a small labelled task built from the corpus: is a {96}-character snippet as "
     f"written, or are its words shuffled? Held-out accuracy {fine['metrics']['held_out_accuracy']:.1%} "
-    f"(400 snippets, λ = {fine['metrics']['lambda']})."
+    f"(400 snippets, λ = {fine['metrics']['lambda']}): a small model, wrong on "
+    f"{1 - fine['metrics']['held_out_accuracy']:.0%} of them and less sure on sentences much shorter than its snippets. The default sentence, held out from training, is one "
+    "it gets right: compare P(as written) for both versions."
 )
 f1, f2 = st.columns(2)
 lam = page.slider("λ", "lam", 0.0, 2.0, 0.5, 0.1, where=f1)

@@ -15,6 +15,7 @@ page.intro(
     "so both are choices here: the base (000's code uses 100000; 001 and 002 use 10000) and which dimensions "
     "form a pair."
 )
+EPS64 = torch.finfo(torch.float64).eps  # the unit rounding is measured in on this page
 PAIRING_LABELS = {"Interleaved (2i, 2i+1)": "interleaved", "Half-split (i, i+d/2)": "half"}
 c1, c2, c3, c4 = st.columns(4)
 head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2, where=c1)
@@ -52,24 +53,38 @@ with page.guard():
             path = rope.apply_rope(q.expand(m + 1, -1), torch.arange(m + 1), base, pairing)  # (m+1, d)
             n_pairs = head_dim // 2
             pairs = sorted({0, min(1, n_pairs - 1), n_pairs // 2, n_pairs - 1})
+            norm_gap = float(path[-1].norm() - q.norm()) / (EPS64 * float(q.norm()))
             figures.show(figures.points_and_curves(
                 {f"pair {i} at m = {m}": ([float(path[-1, first[i]])], [float(path[-1, second[i]])]) for i in pairs},
                 {f"pair {i} ({int(first[i])}, {int(second[i])}), {float(rope.rope_frequencies(head_dim, base)[i]):.2g} "
                  f"rad/step": (path[:, first[i]].tolist(), path[:, second[i]].tolist()) for i in pairs},
                 title="Where pairs of q travel for positions 0..m", x_title="first coordinate",
-                y_title="second coordinate", height=460, equal_axes=True))
+                y_title="second coordinate", height=460, equal_axes=True, paired=True))
             st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
-                       f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: "
-                       "rotation keeps the norm.")
+                       f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps "
+                       f"the norm; they differ by {norm_gap:+.1f} ε‖q‖, rounding (ε = {EPS64:.1e} in float64).")
 
         with relative:
             offset = page.slider("Offset m − n", "offset", 0, 64, 3)
             positions = torch.arange(offset, offset + 256)
-            scores = rope.scores_at_offset(q, k, offset, positions, base, pairing)
-            figures.show(figures.lines(positions.tolist(), {"q_m · k_(m−offset)": scores.tolist()}, markers=False,
-                                       title=f"Score at a fixed offset {offset}, across 256 positions",
-                                       x_title="query position m", y_title="score"))
-            st.metric("Spread of the score across m", f"{float(scores.max() - scores.min()):.1e}")
+            deviations = {f"{name} (ε = {torch.finfo(dtype).eps:.1e})":
+                          rope.score_deviation(q, k, offset, positions, base, pairing, dtype)
+                          for name, dtype in (("float64", torch.float64), ("float32", torch.float32))}
+            figures.show(figures.lines(positions.tolist(), {name: dev.tolist() for name, dev in deviations.items()},
+                                       markers=False, title=f"Score at offset {offset} minus its exact value, "
+                                                            "across 256 positions",
+                                       x_title="query position m", y_title="deviation / (ε‖q‖‖k‖)"))
+            exact = float(rope.relative_score(q, k, torch.tensor([offset]), base, pairing))
+            c64, c32 = st.columns(2)
+            spread64, spread32 = (float(dev.max() - dev.min()) for dev in deviations.values())
+            c64.metric("Spread of the score across m, float64", f"{spread64 * rope.rounding_scale(q, k):.1e}")
+            c32.metric("Spread of the score across m, float32",
+                       f"{spread32 * rope.rounding_scale(q.float(), k.float()):.1e}")
+            st.caption(f"In exact arithmetic every m gives qᵀR_(−{offset})k = {exact:.6f}; the figure plots what "
+                       "rounding adds, in units of ε‖q‖‖k‖ of each type (the size of rounding in a dot product of q "
+                       "and k). Both stay within a few units. float64 may creep up with m because the angle m·θ_i is "
+                       "itself rounded at about m·ε; float32 does not, since its angles are computed in float64 and "
+                       "only cos, sin and the products are rounded to float32.")
             grid = torch.arange(24)
             rotated_q = rope.apply_rope(q.expand(24, -1), grid, base, pairing)
             rotated_k = rope.apply_rope(k.expand(24, -1), grid, base, pairing)
@@ -77,6 +92,9 @@ with page.guard():
                                          title="q_m · k_n: constant along every diagonal", x_title="key position n",
                                          y_title="query position m", zmin=None, zmax=None, colorscale="RdBu_r",
                                          annotate=False, height=460))
+            off_diagonal = float(rope.diagonal_deviation(q, k, 24, base, pairing).abs().max())
+            st.caption(f"Every cell is within {off_diagonal:.1f} ε‖q‖‖k‖ (float64) of its diagonal's exact value "
+                       "qᵀR_(n−m)k.")
 
         with matrix:
             i_pos = page.slider("Query position i", "i", 0, 50, 2)
@@ -88,18 +106,31 @@ with page.guard():
                                          zmin=-1, zmax=1, colorscale="RdBu_r", annotate=shown <= 8))
             lhs = rope.apply_rope(q[None], torch.tensor([i_pos]), base, pairing)[0] @ rope.apply_rope(
                 k[None], torch.tensor([j_pos]), base, pairing)[0]
-            st.metric("|q̃_i · k̃_j − qᵀ M(i, j) k|", f"{abs(float(lhs - q @ M @ k)):.1e}")
+            identity_gap = abs(float(lhs - q @ M @ k))
+            st.metric("|q̃_i · k̃_j − qᵀ M(i, j) k|", f"{identity_gap:.1e}",
+                      help="0 in exact arithmetic; what is left is float64 rounding")
+            st.caption(f"That is {identity_gap / rope.rounding_scale(q, k):.1f} ε‖q‖‖k‖ with ε = {EPS64:.1e}: "
+                       "rounding, not a difference between the two sides.")
 
         with decay:
-            distances = list(range(0, 2049, 8))
-            curves = {f"base {b:g}": rope.decay_bound(head_dim, b, 2048)[::8].tolist()
-                      for b in sorted({*rope.BASES, base})}
-            figures.show(figures.lines(distances, curves,
-                                       title="Upper bound on |q · k| against distance (RoFormer §3.4.3)",
+            bounds = {b: rope.banded_decay_bound(head_dim, b) for b in sorted({*rope.BASES, base})}
+            distances = bounds[rope.BASES[0]][0]
+            means = {f"base {b:g}": mean.tolist() for b, (_, mean) in bounds.items()}
+            figures.show(figures.lines(distances.tolist(), means,
+                                       title="RoFormer §3.4.3 bound on |q · k| against distance",
                                        x_title="relative distance m − n", y_title="bound / max|h_i − h_(i+1)|",
-                                       markers=False, log_x=False))
-            st.caption("A larger base turns every pair more slowly, so the bound decays later: 100000 keeps "
-                       "distant tokens distinguishable over longer contexts.")
+                                       markers=False, log_x=True))
+            gap = rope.compare_bases(distances, *(bounds[b][1] for b in rope.BASES))
+            if head_dim == 2:
+                st.caption("With one pair its frequency is 1 whatever the base, so the bound is 1 at every distance.")
+            else:
+                st.caption(f"Each point is the bound's mean over a tenth of a decade of distances: the bound itself "
+                           "swings by up to a factor of two between neighbouring distances. Both bases start at "
+                           f"{(head_dim / 2 + 1) / 2:g} at r = 0 and end near {gap.floor:.1f}, the level of random "
+                           "phases. In between, base 100000's slow pairs stay in phase longer: its bound is up to "
+                           f"{gap.widest_ratio:.2f}× base 10000's (at r ≈ {gap.widest_distance:,.0f}), and it falls "
+                           f"within {rope.SETTLED:g}× of that level at r ≈ {gap.settled[1]:,.0f} against "
+                           f"{gap.settled[0]:,.0f} for base 10000.")
             perm = rope.interleaved_to_half(head_dim)
             positions = torch.arange(8)
             interleaved = rope.apply_rope(q.expand(8, -1), positions, base, "interleaved")

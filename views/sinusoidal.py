@@ -1,7 +1,8 @@
 import streamlit as st
 import torch
 
-from engine.positions.sinusoidal import dot_products_by_offset, shift_matrix, sinusoidal_encoding
+from engine.positions.sinusoidal import (TABLE_EPS, dot_products_by_offset, shift_matrix, similarity_by_offset,
+                                        similarity_deviation, sinusoidal_encoding)
 from ui import figures
 from ui.page import Page, equations
 
@@ -50,17 +51,31 @@ with page.guard():
     starts = sorted({0, n_positions // 2, n_positions - 1})
     g1, g2 = st.columns(2)
     with g1:
-        figures.show(figures.lines(list(range(max_offset + 1)), {f"from p = {p}": dots[p].tolist() for p in starts},
-                                   title="PE(p) · PE(p + k) from three starting positions: one curve",
-                                   x_title="offset k",
-                                   y_title="dot product", markers=False))
+        offsets = list(range(max_offset + 1))
+        figures.show(figures.points_and_curves(
+            {f"from p = {p}": (offsets, dots[p].tolist()) for p in starts},
+            {"Σ cos(k ω_i)": (offsets, similarity_by_offset(max_offset, d_model, base).tolist())},
+            title=f"PE(p) · PE(p + k) from p = {', '.join(map(str, starts))}", x_title="offset k",
+            y_title="dot product"))
         spread = float((dots.max(dim=0).values - dots.min(dim=0).values).max())
-        st.metric("Largest difference between starting positions, any k", f"{spread:.1e}")
+        st.metric("Largest difference between starting positions, any k", f"{spread:.1e}",
+                  help="0 in exact arithmetic; what is left is the float32 table's rounding")
+        deviation = similarity_deviation(n_positions, max_offset, d_model, base)  # (n, K)
+        figures.show(figures.lines(offsets, {f"from p = {p}": deviation[p].tolist() for p in starts},
+                                   title="… minus Σ cos(k ω_i): rounding only", x_title="offset k",
+                                   y_title="deviation / (ε·d_model/2)", markers=False, height=300))
+        st.caption(f"ε = {TABLE_EPS:.1e}, float32's, because the table is stored in float32; d_model/2 = ‖PE(p)‖² is "
+                   f"the size of the products summed. Every start stays within {float(deviation.abs().max()):.2f} "
+                   "of these units: the similarity depends on k alone.")
     with g2:
         M = shift_matrix(offset, d_model, base)
         long = sinusoidal_encoding(n_positions + offset, d_model, base).double()
         error = float((long[:n_positions] @ M.T - long[offset:]).abs().max())
-        figures.show(figures.heatmap(M.numpy()[:16, :16], list(range(min(16, d_model))), list(range(min(16, d_model))),
-                                     title=f"M_k for k = {offset} (first 16 dimensions)", zmin=-1, zmax=1,
+        shown = min(16, d_model)
+        figures.show(figures.heatmap(M.numpy()[:shown, :shown], list(range(shown)), list(range(shown)),
+                                     title=f"M_k for k = {offset} (first {shown} dimensions)", zmin=-1, zmax=1,
                                      colorscale="RdBu_r", annotate=False, height=360))
-        st.metric(f"max |M_k PE(p) − PE(p + {offset})| over every p", f"{error:.1e}")
+        st.metric(f"max |M_k PE(p) − PE(p + {offset})| over every p", f"{error:.1e}",
+                  help="0 in exact arithmetic; what is left is the float32 table's rounding")
+        st.caption(f"That is {error / TABLE_EPS:.2f} ε (float32, ε = {TABLE_EPS:.1e}; every entry is at most 1): "
+                   "one rotation moves every position by k, up to rounding.")

@@ -8,6 +8,8 @@ Angles are computed in float64 and the rotation is applied in the input's dtype.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 PAIRINGS = ("interleaved", "half")
@@ -89,14 +91,91 @@ def scores_at_offset(q: torch.Tensor, k: torch.Tensor, offset: int, query_positi
     return (rotated_q * rotated_k).sum(-1)
 
 
-def decay_bound(head_dim: int, base: float, max_distance: int) -> torch.Tensor:
-    """RoFormer's long-range bound on |q . k| as the distance r = m - n grows, per unit of max |h_i - h_{i+1}|:
-    (1 / (d/2)) sum_{j=1}^{d/2} |S_j|, with S_j = sum_{i<j} exp(i r theta_i). Returns (max_distance + 1,)."""
+def relative_score(q: torch.Tensor, k: torch.Tensor, offsets: torch.Tensor, base: float,
+                   pairing: str = "interleaved") -> torch.Tensor:
+    """The closed form of RoPE(q, m) . RoPE(k, m - offset): q^T R_m^T R_(m - offset) k = q . R_(-offset) k
+    (001 appendix, M(m, n) = R_(n - m)), with no m in it. q, k (d,), offsets (K,) -> (K,) float64."""
+    turned_k = apply_rope(k.double().expand(len(offsets), -1), -offsets, base, pairing)  # (K, d)
+    return turned_k @ q.double()
+
+
+def rounding_scale(q: torch.Tensor, k: torch.Tensor) -> float:
+    """eps * ||q|| ||k||: the size of rounding in a dot product of q and k in their dtype. The score is a sum of
+    products whose sizes are set by ||q|| ||k||, so its rounding scales with that, not with the score (which may
+    be near 0 after cancellation)."""
+    return torch.finfo(q.dtype).eps * float(q.double().norm() * k.double().norm())
+
+
+def score_deviation(q: torch.Tensor, k: torch.Tensor, offset: int, query_positions: torch.Tensor, base: float,
+                    pairing: str = "interleaved", dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """(score at m - exact score) / rounding_scale for each m, the scores computed in dtype: (T,) float64.
+
+    The relative property says the score is the same for every m; this is how far rounding moves it. q and k
+    are first rounded to dtype and the exact value is that of the rounded vectors, so only the arithmetic is
+    measured. The exact value is relative_score in float64, itself rounded at about one float64 eps."""
+    q, k = q.to(dtype), k.to(dtype)
+    scores = scores_at_offset(q, k, offset, query_positions, base, pairing).double()
+    exact = relative_score(q, k, torch.tensor([offset]), base, pairing)
+    return (scores - exact) / rounding_scale(q, k)
+
+
+def diagonal_deviation(q: torch.Tensor, k: torch.Tensor, n_positions: int, base: float,
+                       pairing: str = "interleaved") -> torch.Tensor:
+    """The grid RoPE(q, m) . RoPE(k, n) for m, n < n_positions minus each diagonal's exact value
+    relative_score(m - n), in units of rounding_scale: (n_positions, n_positions) float64."""
+    grid = torch.arange(n_positions)
+    scores = apply_rope(q.expand(n_positions, -1), grid, base, pairing) @ apply_rope(
+        k.expand(n_positions, -1), grid, base, pairing).T  # (m, n)
+    offsets = grid[:, None] - grid[None, :]  # (m, n)
+    exact = relative_score(q, k, offsets.flatten(), base, pairing).view(n_positions, n_positions)
+    return (scores.double() - exact) / rounding_scale(q, k)
+
+
+def decay_bound(head_dim: int, base: float, distances: torch.Tensor) -> torch.Tensor:
+    """RoFormer's long-range bound on |q . k| at each relative distance r = m - n, per unit of max |h_i - h_{i+1}|:
+    (1 / (d/2)) sum_{j=1}^{d/2} |S_j|, with S_j = sum_{i<j} exp(i r theta_i). distances (R,) -> (R,) float64."""
     freqs = rope_frequencies(head_dim, base)  # (d/2,)
-    r = torch.arange(max_distance + 1, dtype=torch.float64)[:, None]  # (R, 1)
-    phases = torch.polar(torch.ones_like(r * freqs), r * freqs)  # (R, d/2) complex e^{i r theta}
-    partial_sums = torch.cumsum(phases, dim=1)  # S_1..S_{d/2}
-    return partial_sums.abs().mean(dim=1)
+    r = distances.to(torch.float64)[..., None]  # (..., 1)
+    phases = torch.polar(torch.ones_like(r * freqs), r * freqs)  # (..., d/2) complex e^{i r theta}
+    partial_sums = torch.cumsum(phases, dim=-1)  # S_1..S_{d/2}
+    return partial_sums.abs().mean(dim=-1)
+
+
+def banded_decay_bound(head_dim: int, base: float, decades: int = 6, bands_per_decade: int = 10,
+                       samples: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+    """decay_bound averaged over each band [10^(b/B), 10^((b+1)/B)) of distances up to 10^decades.
+
+    The bound swings by a factor of two between neighbouring distances; its mean over a band keeps the trend,
+    which is where bases differ. Samples are spread evenly in log r inside each band.
+    Returns the bands' geometric centres and the means, each (decades * bands_per_decade,) float64."""
+    edges = torch.logspace(0, decades, decades * bands_per_decade + 1, dtype=torch.float64)  # (n+1,)
+    ratio = edges[1] / edges[0]  # the same for every band
+    t = (torch.arange(samples, dtype=torch.float64) + 0.5) / samples  # (S,) positions inside a band, in log r
+    distances = edges[:-1, None] * ratio ** t  # (n, S)
+    return edges[:-1] * ratio.sqrt(), decay_bound(head_dim, base, distances).mean(dim=1)
+
+
+@dataclass(frozen=True)
+class BaseComparison:
+    """Two bases' banded decay bounds side by side."""
+
+    widest_distance: float  # band centre where the larger base's bound exceeds the smaller's most
+    widest_ratio: float  # that excess, high / low
+    floor: float  # both bounds' mean over the last decade: |S_j| of random phases
+    settled: tuple[float, float]  # for (low, high): the first band centre whose mean is below SETTLED x floor
+
+
+SETTLED = 1.5  # "settled": within 1.5x of the random-phase floor; at r = 0 the bound is 4.7x it at d = 64
+
+
+def compare_bases(distances: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
+                  bands_per_decade: int = 10) -> BaseComparison:
+    """Where banded_decay_bound curves of a smaller (low) and a larger (high) base differ; all (n,)."""
+    ratio = high / low
+    widest = int(torch.argmax(ratio))
+    floor = float(torch.cat([low[-bands_per_decade:], high[-bands_per_decade:]]).mean())
+    settled = tuple(float(distances[int(torch.nonzero(mean < SETTLED * floor)[0])]) for mean in (low, high))
+    return BaseComparison(float(distances[widest]), float(ratio[widest]), floor, settled)
 
 
 def float32_position_error(position: float, head_dim: int, base: float) -> float:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+TABLE_EPS = torch.finfo(torch.float32).eps  # sinusoidal_encoding stores its table in float32, as a model would
+
 
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """Encodings of positions 0..n_positions-1: (n_positions, d_model); d_model must be even."""
@@ -47,3 +49,18 @@ def dot_products_by_offset(n_positions: int, max_offset: int, d_model: int, base
     """
     pe = sinusoidal_encoding(n_positions + max_offset, d_model, base).double()
     return torch.stack([(pe[:n_positions] * pe[k:k + n_positions]).sum(-1) for k in range(max_offset + 1)], dim=1)
+
+
+def similarity_by_offset(max_offset: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The closed form PE(p) . PE(p + k) = sum_i cos(k w_i), no p in it, for k = 0..max_offset: (K,) float64."""
+    k = torch.arange(max_offset + 1, dtype=torch.float64)[:, None]  # (K, 1)
+    return torch.cos(k * sinusoidal_frequencies(d_model, base)).sum(-1)
+
+
+def similarity_deviation(n_positions: int, max_offset: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """(PE(p) . PE(p + k) - sum_i cos(k w_i)) in units of TABLE_EPS * d_model / 2: (n_positions, max_offset + 1).
+
+    d_model / 2 = ||PE(p)||^2 is the size of the products summed, so it sets the size of their rounding; what is
+    left after subtracting the closed form is the float32 table's rounding alone."""
+    dots = dot_products_by_offset(n_positions, max_offset, d_model, base)  # (n, K)
+    return (dots - similarity_by_offset(max_offset, d_model, base)) / (TABLE_EPS * d_model / 2)

@@ -40,3 +40,15 @@ def test_dot_product_depends_on_offset_alone():
     dots = dot_products_by_offset(30, 10, 16)
     closed = torch.stack([torch.cos(k * sinusoidal_frequencies(16)).sum() for k in range(11)])
     torch.testing.assert_close(dots, closed.expand(30, 11), atol=1e-5, rtol=0)
+
+
+def test_similarity_closed_form_and_deviation_in_float32_units():
+    import math
+
+    from engine.positions.sinusoidal import TABLE_EPS, similarity_by_offset, similarity_deviation
+    closed = similarity_by_offset(5, 8, base=100.0)
+    assert float(closed[3]) == pytest.approx(sum(math.cos(3 / 100.0 ** (2 * i / 8)) for i in range(4)), abs=1e-14)
+    deviation = similarity_deviation(100, 64, 64)
+    # units of float32 eps · d_model/2: seen up to 0.17; rounding of the float32 table, not float64's
+    assert float(deviation.abs().max()) < 1
+    assert float(deviation.abs().max()) * TABLE_EPS * 32 > 1e-10

@@ -35,11 +35,18 @@ def style(fig: go.Figure, title: str, height: int) -> go.Figure:
         height=int(height * (1.25 if big else 1)),
         margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if title else TOOLBAR_PX, b=10),
         template="plotly_white",
+        # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
+        dragmode=False,
     )
-    # plotly's "~g" drops trailing zeros; the default prints a float's every digit on a narrow range
-    fig.update_xaxes(tickformat=fig.layout.xaxis.tickformat or "~g", automargin=True)
-    fig.update_yaxes(tickformat=fig.layout.yaxis.tickformat or "~g", automargin=True)
+    # on a narrow range plotly prints a float's every digit: "~g" keeps six significant ones without trailing
+    # zeros; log axes keep plotly's own 1, 10, 100, 1k labels
+    fig.for_each_xaxis(lambda axis: axis.update(tickformat=axis.tickformat or _tick_format(axis), automargin=True))
+    fig.for_each_yaxis(lambda axis: axis.update(tickformat=axis.tickformat or _tick_format(axis), automargin=True))
     return fig
+
+
+def _tick_format(axis) -> str | None:
+    return None if axis.type == "log" else "~g"
 
 
 def show(fig: go.Figure) -> None:

@@ -44,7 +44,7 @@ SOURCES = (
     Source("FlashAttention-2", "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
            "Tri Dao", "2023", "The tiled attention loop order and its backward pass."),
 )
-SOURCE_CODES = re.compile("|".join(re.escape(source.code) for source in SOURCES))
+SOURCE_CODES = re.compile(r"\b(?:" + "|".join(re.escape(source.code) for source in SOURCES) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -92,15 +92,15 @@ PAGES = (
     PageInfo("coverage", "Coverage", "Seq2seq attention", ":material/layers:", 2016,
              "The running sum of attention and the loss that stops a decoder looking twice.",
              "000 §7.1 eq. 48-50", "step", needs=("seq2seq_attention",)),
-    PageInfo("pointer_generator", "Pointer-generator", "Seq2seq attention", ":material/content_copy:", 2017,
-             "Copy or generate: the gate g mixes the vocabulary with attention over the input.",
-             "000 §7.2.3-7.2.4 eq. 52-53", "text", needs=("pointer_network",)),
     PageInfo("pointer_network", "Pointer network", "Seq2seq attention", ":material/sort:", 2015,
              "Outputs that are positions of the input: a network that sorts numbers.",
              "000 §7.2.1-7.2.2 eq. 51-52", "n", needs=("seq2seq_attention",)),
+    PageInfo("pointer_generator", "Pointer-generator", "Seq2seq attention", ":material/content_copy:", 2017,
+             "Copy or generate: the gate g mixes the vocabulary with attention over the input.",
+             "000 §7.2.3-7.2.4 eq. 52-53", "text", needs=("pointer_network",)),
     PageInfo("cross_attention", "Cross-attention", "Seq2seq attention", ":material/join:", 2017,
              "The same decoder attention as one matrix product: queries from one side, keys and values from the other.",
-             "000 §8.4 eq. 84-85, eq. 57", "text", needs=("seq2seq_attention", "multi_head")),
+             "000 §8.4 eq. 84-85, eq. 57", "text", needs=("seq2seq_attention",)),
     PageInfo("kernel_regression", "Kernel regression", "Attention and Transformers", ":material/scatter_plot:", 1964,
              "Nadaraya-Watson regression: attention pooling before neural networks.", "001 §1.3", "h"),
     PageInfo("scoring_functions", "Scoring functions", "Attention and Transformers", ":material/functions:", 2014,

@@ -42,7 +42,7 @@ class Page:
         # each note's number links to the Sources page, which names it
         citation = "Follows " + SOURCE_CODES.sub(lambda code: f"[{code[0]}](sources)", self.info.follows)
         if lecture_mode():  # one row: the first figure must reach the projector's first screen
-            title, cited, about = st.columns([2, 3, 1], vertical_alignment="bottom")
+            title, cited, about = st.columns([3, 3, 1.3], vertical_alignment="center")
             title.title(self.info.title)
             cited.caption(citation)
             self._about = about.popover("About this page", width="stretch")

@@ -33,13 +33,13 @@ def recorded_cpu() -> None:
                 icon=":material/timer:")
         return
     st.caption(f"Not timed in this session yet. {recorded_label(recorded)} Press the button to time on this server.")
+    sweep_figures([r for r in recorded["rows"] if r["causal"] == causal])
     ratios = recorded.get("ratios")
     if ratios:
         m1, m2, m3 = st.columns(3)
         m1.metric("Peak memory at N = 4096, naive / tiled", f"{ratios['naive_peak_over_tiled_peak']:.0f}×")
         m2.metric("Time, tiled / naive", f"{ratios['tiled_time_over_naive']:.2f}×")
         m3.metric("Time, tiled / torch SDPA", f"{ratios['tiled_time_over_sdpa']:.2f}×")
-    sweep_figures([r for r in recorded["rows"] if r["causal"] == causal])
 
 
 c1, c2, c3, c4, c5 = st.columns(5)
@@ -56,16 +56,17 @@ chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
 settings = (d, causal, largest, block, repeats, str(dtype))
 
 left, right = st.columns([3, 2])
-with right:
+with right:  # the button beside the figures, so the recorded figure opens on a projector's first screen
+    st.markdown(f"**On this server ({DEVICE}{', ' + torch.cuda.get_device_name() if DEVICE == 'cuda' else ''}):** "
+                f"{', '.join(chosen)}, N from {sweep.LENGTHS[0]:,} to {largest:,}.")
+    timing_requested = st.button("Time attention here", type="primary", icon=":material/timer:")
     equations(
         ("Work of one attention call", r"\text{FLOPs} = 4 \cdot B H N^2 d \quad (\div 2 \text{ causal})"),
         ("Naive memory", r"S, P \in \mathbb{R}^{N \times N}:\; \Theta(N^2)"),
         ("Tiled and fused memory", r"O, L \text{ and a few tiles}:\; \Theta(N d)"),
     )
 with left:
-    st.markdown(f"**On this server ({DEVICE}{', ' + torch.cuda.get_device_name() if DEVICE == 'cuda' else ''}):** "
-                f"{', '.join(chosen)}, N from {sweep.LENGTHS[0]:,} to {largest:,}.")
-    if st.button("Time attention here", type="primary", icon=":material/timer:"):
+    if timing_requested:
         lengths = [n for n in sweep.LENGTHS if n <= largest]
         bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
         with timing_lock():
@@ -91,7 +92,7 @@ st.subheader("Recorded on a GPU")
 with page.guard():
     recorded = flash_results("gpu")
     if recorded is None:
-        st.info("No GPU results are recorded yet. The benchmark that writes them (`benchmarks/flash.py`) runs on any "
+        st.info("No GPU results are recorded yet. The project's benchmark writes them on any "
                 "CUDA machine with torch, and Triton for our kernel; this page then shows them here.",
                 icon=":material/memory:")
     else:

@@ -28,14 +28,7 @@ with page.guard():
     h = torch.randn(T, cfg.d_model, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     explicit, absorbed = mla.mla_explicit(h, weights, cfg), mla.mla_absorbed(h, weights, cfg)
     left, right = st.columns([3, 2])
-    with left:
-        gaps(("Output gap", absorbed.output, explicit.output), ("Weights gap", absorbed.weights, explicit.weights))
-        st.metric("Score error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
-                  help="max score error if the content parts were rotated and W_uk absorbed them anyway")
-        st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
-                   "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
-                   "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "
-                   "rotation could be dropped into W_uk: far off, which is why the RoPE part is kept apart.")
+    with left:  # the figure first; the checks beside it, above the equations
         tokens = [f"t{i + 1}" for i in range(T)]
         figures.show(figures.heatmap(explicit.weights[0].numpy(), tokens, tokens, title="Head 1, causal attention",
                                      x_title="key", y_title="query", annotate=T <= 8))
@@ -45,6 +38,13 @@ with page.guard():
                                         f"{counts['MHA (K and V of every head)']} numbers per token",
                                   y_title="numbers per token"))
     with right:
+        gaps(("Output gap", absorbed.output, explicit.output), ("Weights gap", absorbed.weights, explicit.weights))
+        st.metric("Score error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
+                  help="max score error if the content parts were rotated and W_uk absorbed them anyway")
+        st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
+                   "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "
+                   "float64, so they agree to rounding. The third number scores RoPE'd content parts as if the "
+                   "rotation could be dropped into W_uk: far off, which is why the RoPE part is kept apart.")
         equations(
             ("000 eq. 116", r"q_t = \big[\,W_{\uparrow Q}\, c_t^Q \;;\; \mathrm{RoPE}(W_Q^R\, c_t^Q)\,\big]"),
             ("000 eq. 117", r"k_j = \big[\,W_{\uparrow K}\, c_j^{KV} \;;\; \mathrm{RoPE}(W_K^R\, c_j^{KV})\,\big]"),

@@ -9,8 +9,8 @@ page = Page("transformer_lm")
 model, vocab, extra = char_model("causal")
 cfg = model.config
 page.intro(
-    f"The TransformerLM of 000 §8.3, trained by `python -m engine.transformer.train` on the Lee corpus of news "
-    f"stories that gensim installs: {cfg.n_layers} pre-LayerNorm blocks of {cfg.n_heads} heads, d_model = "
+    f"The TransformerLM of 000 §8.3, trained by this project on the Lee corpus of news stories that gensim "
+    f"installs: {cfg.n_layers} pre-LayerNorm blocks of {cfg.n_heads} heads, d_model = "
     f"{cfg.d_model}, a context of {cfg.max_seq_len} characters, one token per character."
 )
 c1, c2, c3, c4, c5 = st.columns([3, 1, 1, 1, 1])
@@ -23,23 +23,26 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 with page.guard():
     ids, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)
     out = generate(model, ids[None], n_new, temperature, top_k or None, use_cache=True, seed=seed)
-    st.markdown("**Generated**")
-    st.code(prompt + "⟶" + vocab.decode(out[0, len(ids):].tolist()), language=None, wrap_lines=True)
+    generated = vocab.decode(out[0, len(ids):].tolist())
 
     left, right = st.columns([3, 2])
-    with left:
-        st.subheader("Attention for the prompt")
+    with left:  # the figure first, its controls under it: on a projector it opens on the first screen
+        figure_slot = st.container()
         a1, a2 = st.columns(2)
         layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
         head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
         shown = ids[-40:]  # a 40 x 40 map stays readable
         attention = attention_maps(model, shown)[layer - 1][head - 1]  # (T, T)
         labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
-        figures.show(figures.heatmap(attention.numpy(), labels, labels, annotate=False, zmax=None,
-                                     title=f"Layer {layer}, head {head}" + (" (last 40 characters)" if len(ids) > 40
-                                                                              else ""),
-                                     x_title="key character", y_title="query character", height=520))
+        with figure_slot:
+            figures.show(figures.heatmap(
+                attention.numpy(), labels, labels, annotate=False, zmax=None, height=520,
+                title=f"Attention over the prompt: layer {layer}, head {head}"
+                      + (" (last 40 characters)" if len(ids) > 40 else ""),
+                x_title="key character", y_title="query character"))
     with right:
+        st.markdown("**Generated**")
+        st.code(prompt + "⟶" + generated, language=None, wrap_lines=True)
         equations(
             ("000 §8.3.3, pre-LayerNorm block", r"x \leftarrow x + \mathrm{Attn}(\mathrm{LN}_1(x)),\quad "
                                                 r"x \leftarrow x + \mathrm{MLP}(\mathrm{LN}_2(x))"),

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
 from engine.attention import kernel_regression as kr
 from tests.app.conftest import assert_clean, open_page, option_values
-from ui.catalog import PAGES
+from ui.catalog import PAGES, SOURCE_CODES
 
 SLUGS = [p.slug for p in PAGES]
 
@@ -25,7 +26,9 @@ def test_page_renders_with_its_header(slug):
     assert_clean(at)
     info = next(p for p in PAGES if p.slug == slug)
     assert at.title[0].value == info.title
-    assert at.caption[0].value == f"Follows {info.follows}"
+    # the citation as the catalog writes it, each note's number a link to the Sources page
+    assert re.sub(r"\[([^]]+)\]\(sources\)", r"\1", at.caption[0].value) == f"Follows {info.follows}"
+    assert re.findall(r"\[([^]]+)\]\(sources\)", at.caption[0].value) == SOURCE_CODES.findall(info.follows)
     assert len(at.get("plotly_chart")) > 0
 
 

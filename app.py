@@ -3,7 +3,7 @@ chosen page."""
 import streamlit as st
 
 from ui.catalog import pages_by_section
-from ui.frame import home, lecture_requested, lecture_toggle, sources, tour_bar
+from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
 from ui.page import flag_unknown_params
 
 st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
@@ -12,7 +12,7 @@ pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_pat
          for section_pages in pages_by_section().values() for info in section_pages}
 navigation = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
                            default=True),
-                   st.Page(sources, title="Sources", icon=":material/menu_book:", url_path="sources")]}
+                   st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources")]}
 for section, infos in pages_by_section().items():
     navigation[section] = [pages[info.slug] for info in infos]
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"

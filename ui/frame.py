@@ -1,5 +1,5 @@
-"""What surrounds every page: lecture mode, the browser-side helpers, guided tours, the home page's map of
-the arc and the Sources page."""
+"""What surrounds every page: lecture mode, the browser-side helpers, guided tours and the home page's map
+of the arc."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui import arc_map
-from ui.catalog import BY_SLUG, PAGES, SOURCES, START, pages_by_section
+from ui.catalog import BY_SLUG, START, pages_by_section
 from ui.figures import LECTURE
 from ui.tours import BY_KEY, STOP_PARAM, TOUR_PARAM, TOURS, stop_params
 
@@ -109,15 +109,3 @@ def home(pages: dict[str, st.Page]) -> None:
         for info in infos:
             st.page_link(pages[info.slug], label=f"{info.title} ({info.year})", icon=info.icon)
             st.caption(info.summary)
-
-
-def sources() -> None:
-    st.title("Sources")
-    st.markdown("Each page names the notes and equations it computes, for example “000 eq. 35”: the number "
-                "is the file below. Where the notes disagree, the page lets you choose and shows the difference.")
-    for source in SOURCES:
-        citing = [info for info in PAGES if source.code in info.follows]
-        with st.container(border=True, key=f"source_{source.code}"):
-            st.markdown(f"**{source.code}: {source.title}**  \n{source.author}, {source.date}")
-            st.caption(source.covers)
-            st.markdown("Cited by: " + ", ".join(f"[{info.title}]({info.slug})" for info in citing))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -35,14 +35,14 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
     measure(progress) does the timing and calls progress(fraction done). automatic: measure when nothing is
     stored yet (for timings of about a second); otherwise the page waits for the button."""
     lock, store = _shelf()
-    pressed = st.button("Measure again on this server" if key in store else "Measure on this server",
+    pressed = st.button("Measure on this server",
                         key="measure", icon=":material/timer:",
                         help="A fresh timing that replaces the one every visitor sees")
     if pressed or (automatic and key not in store):
         bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
         with lock:
             value = measure(lambda done: bar.progress(done, text=f"Timing on this server… {done:.0%}"))
-            when = datetime.now(timezone.utc)
+            when = datetime.now(UTC)
             store[key] = Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}")
             while len(store) > KEPT:
                 store.pop(next(iter(store)))

@@ -1,8 +1,9 @@
 import streamlit as st
 import torch
 
-from engine.transformer.variants import VARIANTS, LatentAttention, build_variant, decode_step_seconds
+from engine.transformer.variants import VARIANTS, LatentAttention, build_variant, decode_step_timings
 from ui import figures
+from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
 
 page = Page("attention_variants")
@@ -19,10 +20,24 @@ with c3:
     n_groups = int(page.select("GQA groups g", "g", divisors, "2" if "2" in divisors else divisors[0]))
 d_latent = page.slider("MLA latent d_c", "dc", 8, 512, 64, 8, where=c4)
 
+# a decode step reads the whole cache: from a few thousand tokens on, that costs more than the fixed work
+CONTEXTS = (128, 512, 2048, 8192)
+REPEATS, WARMUP, THREADS = 9, 2, 1
+BYTES = 4  # float32
+
 with page.guard():
     modules = {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}
     per_token = {name: m.cache_per_token() for name, m in modules.items()}
     left, right = st.columns([3, 2])
+    with right:  # drawn first: the timing below may take a second
+        equations(
+            ("001 appendix, GQA", r"h_i = \mathrm{softmax}\Big(\frac{q'_i\, k'^{\top}_{\mathrm{group}(i)}}"
+                                  r"{\sqrt{d_k}}\Big)\, v'_{\mathrm{group}(i)}"),
+            ("g = h: MHA; g = 1: MQA", r"\text{cache} = 2\, g\, d_k \text{ numbers per token and layer}"),
+            ("000 eq. 91", r"K = X W_{\downarrow KV} W_{\uparrow K},\quad V = X W_{\downarrow KV} W_{\uparrow V}"),
+            ("000 eq. 93", r"QK^\top = X\,(W_Q W_{\uparrow K}^\top)\,(X W_{\downarrow KV})^\top"),
+            ("000 eq. 99", r"V_{(i)} W_O^{(i)} = (X W_{\downarrow KV})\,(W_{\uparrow V} W_O^{(i)})"),
+        )
     with left:
         st.table({
             "variant": list(VARIANTS),
@@ -30,18 +45,29 @@ with page.guard():
                                            "c^KV only"],
             "numbers": list(per_token.values()),
             "against MHA": [f"{v / per_token['MHA']:.3f}×" for v in per_token.values()],
+            f"MiB per layer at {CONTEXTS[-1]:,} tokens": [f"{v * CONTEXTS[-1] * BYTES / 2**20:.1f}"
+                                                           for v in per_token.values()],
         })
-        contexts = [64, 512, 2048]
-
-        @st.cache_data(max_entries=16, show_spinner="Timing one decode step per variant and context…")
-        def step_times(d_model: int, n_heads: int, n_groups: int, d_latent: int) -> dict[str, list[float]]:
-            torch.manual_seed(0)
-            return {name: [decode_step_seconds(build_variant(name, d_model, n_heads, n_groups, d_latent).eval(),
-                                               d_model, c, repeats=5) * 1e3 for c in contexts] for name in VARIANTS}
-
-        figures.show(figures.lines(contexts, step_times(d_model, n_heads, n_groups, d_latent), log_x=True,
-                                   title="One decode step's attention against the cache (this machine, CPU)",
-                                   x_title="tokens in the cache", y_title="ms per step"))
+        measured = shared_timing(
+            ("attention_variants", d_model, n_heads, n_groups, d_latent),
+            lambda progress: decode_step_timings(modules, d_model, CONTEXTS, REPEATS, WARMUP, threads=THREADS),
+            where=f"CPU, {THREADS} thread", runs=f"median of {REPEATS} runs interleaved with the other variants "
+                                                f"after {WARMUP} warm-ups", automatic=True)
+        timings = measured.value
+        figures.show(timing_lines(CONTEXTS, timings, log_x=True, log_y=True, x_title="tokens in the cache",
+                                  y_title="ms per step", title="One decode step against the cache: median, "
+                                                               "fastest to slowest run"))
+        longest = {name: series[-1] for name, series in timings.items()}
+        st.table({
+            "variant": list(VARIANTS),
+            f"ms per step at {CONTEXTS[-1]:,} tokens": [f"{t.median * 1e3:.2f} ({t.spread[0] * 1e3:.2f}–"
+                                                         f"{t.spread[1] * 1e3:.2f})" for t in longest.values()],
+            "against MHA": [f"{t.median / longest['MHA'].median:.2f}×" for t in longest.values()],
+        })
+        st.caption(f"Timings {measured.label}; in brackets the fastest and slowest run. A step projects one new "
+                   "token, appends it to the cache and attends over the cache: at short contexts the fixed work "
+                   "hides the cache, at long ones reading (and copying) it decides. One thread: on a shared "
+                   "machine two threads wait for each other, and the time would be the scheduler's.")
         st.subheader("MLA: absorbed equals unabsorbed")
         torch.manual_seed(1)
         plain = LatentAttention(d_model, n_heads, d_latent, absorbed=False).eval()
@@ -52,12 +78,3 @@ with page.guard():
             gaps(("max |absorbed − unabsorbed| output", absorbed(x)[0], plain(x)[0]))
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
-    with right:
-        equations(
-            ("001 appendix, GQA", r"h_i = \mathrm{softmax}\Big(\frac{q'_i\, k'^{\top}_{\mathrm{group}(i)}}"
-                                  r"{\sqrt{d_k}}\Big)\, v'_{\mathrm{group}(i)}"),
-            ("g = h: MHA; g = 1: MQA", r"\text{cache} = 2\, g\, d_k \text{ numbers per token and layer}"),
-            ("000 eq. 91", r"K = X W_{\downarrow KV} W_{\uparrow K},\quad V = X W_{\downarrow KV} W_{\uparrow V}"),
-            ("000 eq. 93", r"QK^\top = X\,(W_Q W_{\uparrow K}^\top)\,(X W_{\downarrow KV})^\top"),
-            ("000 eq. 99", r"V_{(i)} W_O^{(i)} = (X W_{\downarrow KV})\,(W_{\uparrow V} W_O^{(i)})"),
-        )

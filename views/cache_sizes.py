@@ -41,10 +41,17 @@ with left:
                                                                           for m in rows]},
                               title=f"Cache per token, {dtype}", y_title="KiB"))
     contexts = [2**i for i in range(8, 18)]
-    figures.show(figures.lines(contexts, {m.name: [m.total_bytes(c, batch, dtype) / GiB for c in contexts]
-                                          for m in rows}, log_x=True, log_y=True, markers=False,
-                               title=f"Total cache against context, batch {batch}", x_title="context (tokens)",
-                               y_title="GiB"))
+    groups = cs.coinciding(rows)  # models with equal caches per token share one line, named after all of them
+    figures.show(figures.lines(contexts, {" = ".join(m.name for m in group): [
+        group[0].total_bytes(c, batch, dtype) / GiB for c in contexts] for group in groups},
+        log_x=True, log_y=True, markers=False, title=f"Total cache against context, batch {batch}",
+        x_title="context (tokens)", y_title="GiB"))
+    shared = "; ".join(" = ".join(m.name for m in group) for group in groups if len(group) > 1)
+    notes = [f"Models with the same cache per token share one line: {shared}." if shared else
+             "No two models here have the same cache per token."]
+    notes += [f"{small.name} and {large.name} differ by {gap:.1%}, so their lines almost touch."
+              for small, large, gap in cs.nearly_coinciding(groups)]
+    st.caption(" ".join(notes))
 with right:
     equations(
         ("MHA, GQA, MQA", r"\text{bytes/token} = L \times 2 \times n_{kv} \times d_h \times b"),

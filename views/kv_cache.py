@@ -1,11 +1,15 @@
-import numpy as np
+import statistics
+
 import streamlit as st
 import torch
 
+from engine.efficiency.measure import torch_threads
 from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
-                                         timed_generation)
+                                         generation_work, time_generation_steps)
+from engine.transformer.model import generate
 from ui import figures
 from ui.loaders import char_model, prompt_ids
+from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations
 
 page = Page("kv_cache")
@@ -41,48 +45,41 @@ st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5,
 
 st.subheader("Generation with and without the cache")
 model, vocab, _ = char_model("causal")
-GENERATED = 128  # characters generated per prompt; after a long prompt the uncached steps are already slow
+LONGEST = 128  # characters generated at most; after a long prompt the uncached steps are already slow
+REPEATS, WARMUP, THREADS = 5, 1, 1
 # the first story of the corpus: a long prefix makes the uncached steps' cost visible from the first one
 DEFAULT_PROMPT = ("Hundreds of people have been forced to vacate their homes in the Southern Highlands of New South "
                   "Wales as strong winds today pushed a huge bushfire towards the town of Hill Top. A new blaze near "
                   "Goulburn, south-west of Sydney, has forced the closure of the Hume Highway. ")
 c1, c2 = st.columns([3, 1])
 prompt = page.text("Prompt", "prompt", DEFAULT_PROMPT, 2000, where=c1)
-n_new = page.slider("Characters shown", "new", 8, GENERATED, GENERATED // 2, 8, where=c2)
+# 16 by default: timing each of them both ways, six times, takes a few seconds on one thread
+n_new = page.slider("Characters generated", "new", 8, LONGEST, 16, 8, where=c2)
 
 
-@st.cache_data(max_entries=16, show_spinner=f"Generating {GENERATED} characters twice, with and without the cache…")
-def run(prompt: str) -> tuple[dict, dict, str, bool]:
-    """One generation per prompt; the slider only chooses how much of it to show."""
-    ids = vocab.encode(prompt)
-    cached, plain = timed_generation(model, ids, GENERATED, True), timed_generation(model, ids, GENERATED, False)
-    same = torch.equal(cached.tokens, plain.tokens)
-    return (cached.__dict__ | {"tokens": None}, plain.__dict__ | {"tokens": None},
-            vocab.decode(cached.tokens[len(ids):].tolist()), same)
+@st.cache_data(max_entries=16, show_spinner="Generating with and without the cache…")
+def both_ways(prompt: str, n_new: int) -> tuple[str, bool]:
+    """The text generated with the cache, and whether generating without it gave the same tokens."""
+    ids = vocab.encode(prompt)[None]  # (1, T0)
+    with torch_threads(THREADS):  # on a busy two-core server, two threads per operator wait on each other
+        cached, plain = (generate(model, ids, n_new, 0.8, use_cache=use) for use in (True, False))
+    return vocab.decode(cached[0, ids.shape[1]:].tolist()), torch.equal(cached, plain)
+
+
+def ms(seconds: list[float]) -> str:
+    """A median and the fastest and slowest run, in ms."""
+    return f"{statistics.median(seconds) * 1e3:.0f} ms ({min(seconds) * 1e3:.0f}–{max(seconds) * 1e3:.0f})"
 
 
 with page.guard():
-    ids, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - GENERATED)
-    cached, plain, text, same = run(prompt)
-    cached = {k: v[:n_new] for k, v in cached.items() if v is not None}
-    plain = {k: v[:n_new] for k, v in plain.items() if v is not None}
-    st.code(prompt + "⟶" + text[:n_new], language=None, wrap_lines=True)
-    st.caption("Sampled at temperature 0.8 with one seed, so both runs draw the same random numbers. Each step "
-               "is timed as the fastest of two runs of the same forward pass.")
+    ids, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - LONGEST)
+    text, same = both_ways(prompt, n_new)
+    st.code(prompt + "⟶" + text, language=None, wrap_lines=True)
+    st.caption("Sampled at temperature 0.8 with one seed, so both runs draw the same random numbers.")
     (st.success if same else st.error)("Identical tokens with and without the cache." if same else
                                        "The cached and uncached runs differ.")
+    work = {use: generation_work(model.config, len(ids), n_new, use) for use in (True, False)}
     left, right = st.columns([3, 2])
-    positions = list(range(len(ids) + 1, len(ids) + n_new + 1))
-    with left:
-        ms = {"without cache": np.array(plain["seconds_per_token"]) * 1e3,
-              "with cache": np.array(cached["seconds_per_token"]) * 1e3}
-        figures.show(figures.lines(positions, {k: v.tolist() for k, v in ms.items()}, markers=False,
-                                   title="Time per generated token against its position", x_title="position",
-                                   y_title="ms per token"))
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Total without cache", f"{ms['without cache'].sum():.0f} ms")
-        m2.metric("Total with cache", f"{ms['with cache'].sum():.0f} ms")
-        m3.metric("Speed-up", f"{ms['without cache'].sum() / ms['with cache'].sum():.1f}×")
     with right:
         equations(
             ("000 eq. 88", r"\begin{bmatrix} QK^\top & - \\ q_{T+1}K^\top & q_{T+1}k_{T+1}^\top \end{bmatrix}"),
@@ -90,7 +87,41 @@ with page.guard():
             ("002 §2.5, with a cache", r"\sum_{t=1}^{n} O(t) = O(n^2)"),
         )
         bytes_per_number = 4  # float32
-        figures.show(figures.lines(positions, {"cache size": [n * bytes_per_number / 1024 for n in
-                                                              cached["cache_numbers"]]}, markers=False,
+        positions = list(range(len(ids) + 1, len(ids) + n_new + 1))
+        figures.show(figures.lines(positions, {"cache size": [n * bytes_per_number / 1024
+                                                              for n in work[True].cache_numbers]}, markers=False,
                                    title="The cache grows by one K and V row per layer", x_title="position",
                                    y_title="KiB", height=300))
+    with left:
+        m1, m2 = st.columns(2)
+        m1.metric("Scores q·k computed, without ÷ with cache", f"{work[False].scores / work[True].scores:.0f}×")
+        m2.metric("K, V vectors projected, without ÷ with cache",
+                  f"{work[False].projected / work[True].projected:.0f}×")
+        st.caption(f"Counted, not timed: the {n_new} steps after a prompt of {len(ids)} characters, over "
+                   f"{model.config.n_layers} layers and {model.config.n_heads} heads (without the cache every step "
+                   "forms the whole score matrix, masked half included). The same on any machine.")
+        measured = shared_timing(
+            ("kv_cache", prompt, n_new),
+            lambda progress: time_generation_steps(model, ids, n_new, REPEATS, WARMUP, threads=THREADS,
+                                                   progress=progress),
+            where=f"CPU, {THREADS} thread", runs=f"median of {REPEATS} interleaved runs after {WARMUP} warm-up",
+            automatic=False)
+        table = {"": ["with cache", "without cache"],
+                 "K, V vectors projected": [f"{work[use].projected:,}" for use in (True, False)],
+                 "scores q·k computed": [f"{work[use].scores:,}" for use in (True, False)]}
+        if measured is None:
+            st.info("Not timed on this server yet for this prompt and length. Press the button: each step runs "
+                    f"both ways in turn, {WARMUP + REPEATS} times, which takes a few seconds. Every visitor then "
+                    "sees that timing until someone measures again.", icon=":material/timer:")
+        else:
+            timings = measured.value
+            speedups = timings.speedups()
+            st.metric("Measured speed-up, without ÷ with cache",
+                      f"{statistics.median(speedups):.1f}× ({min(speedups):.1f}–{max(speedups):.1f})")
+            st.caption(f"Timings {measured.label}; in brackets the fastest and slowest run. One thread: on a "
+                       "shared machine two threads wait for each other, and the time would be the scheduler's.")
+            table[f"{n_new} steps, median (fastest–slowest)"] = [ms(timings.totals(name)) for name in table[""]]
+        st.table(table)
+        if measured is not None:
+            figures.show(timing_lines(positions, measured.value.steps, x_title="position", y_title="ms per token",
+                                      title="Time per generated token: median, fastest to slowest run"))

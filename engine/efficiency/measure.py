@@ -11,7 +11,8 @@ import gc
 import statistics
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -80,6 +81,21 @@ class Timing:
     def spread(self) -> tuple[float, float]:
         """The fastest and slowest repeat."""
         return min(self.seconds), max(self.seconds)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run torch's CPU operators on n threads inside the block, then go back to the count before.
+
+    On a shared machine with two cores, an operator split over two threads waits for both to be scheduled, and
+    another process holding one core stretches a 1 ms step to 100 ms: one thread times the work, not the
+    scheduler. torch's count is process-wide, so other sessions' work in the meantime runs on n threads too."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,

@@ -5,7 +5,9 @@ an MLA model caches its latent plus the shared RoPE key, d_c + d_h^R (000 §8.5.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp8": 1}
 
@@ -37,8 +39,11 @@ class CacheConfig:
             return self.latent_dim + self.rope_dim
         return 2 * self.kv_heads * self.head_dim
 
+    def elements_per_token(self) -> int:
+        return self.layers * self.elements_per_token_layer()
+
     def bytes_per_token(self, dtype: str) -> int:
-        return self.layers * self.elements_per_token_layer() * DTYPE_BYTES[dtype]
+        return self.elements_per_token() * DTYPE_BYTES[dtype]
 
     def total_bytes(self, context: int, batch: int, dtype: str) -> int:
         return self.bytes_per_token(dtype) * context * batch
@@ -85,3 +90,25 @@ def deepseek_v2_reductions() -> dict[str, float]:
         f"against DeepSeek 67B, V2's cache at {DEEPSEEK_V2_CACHE_BITS} bits": saved(
             v2_elements, DEEPSEEK_67B, bits=DEEPSEEK_V2_CACHE_BITS),
     }
+
+
+def coinciding(models: Sequence[CacheConfig]) -> list[list[CacheConfig]]:
+    """Models grouped by cache per token, in the order given: within a group the totals are equal at every
+    context, batch and number format, so the group is one line on a chart."""
+    groups: dict[int, list[CacheConfig]] = {}
+    for model in models:
+        groups.setdefault(model.elements_per_token(), []).append(model)
+    return list(groups.values())
+
+
+def nearly_coinciding(groups: Sequence[Sequence[CacheConfig]], within: float = 0.05
+                      ) -> list[tuple[CacheConfig, CacheConfig, float]]:
+    """Neighbours in size whose caches per token differ by less than `within` (a fraction of the larger):
+    on a log axis their lines almost touch. Each as (smaller, larger, relative difference)."""
+    ordered = sorted((group[0] for group in groups), key=CacheConfig.elements_per_token)
+    pairs = []
+    for small, large in pairwise(ordered):
+        gap = 1 - small.elements_per_token() / large.elements_per_token()
+        if gap < within:
+            pairs.append((small, large, gap))
+    return pairs

@@ -1,17 +1,21 @@
 """KV caching made visible (000 §8.5 eq. 86-89, 002 §2.5).
 
-The worked example of 002 §2.5.1 step by step, and generation timed with and without the cache.
+The worked example of 002 §2.5.1 step by step; the work generation does with and without the cache,
+counted in closed form; and its steps timed with and without the cache, in turn.
 """
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
 from engine.attention.scoring import causal_mask
-from engine.transformer.model import TransformerLM, sample_next
+from engine.efficiency.measure import Timing, time_interleaved, torch_threads
+from engine.transformer.model import ModelConfig, TransformerLM, sample_next
 
 # 002 §2.5.1: three 2-dimensional tokens and their projection matrices
 EXAMPLE_X = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
@@ -86,3 +90,77 @@ def timed_generation(model: TransformerLM, prompt: torch.Tensor, n_new: int, use
         times.append(best)
         sizes.append(sum(k.numel() + v.numel() for k, v in out.cache) if use_cache else 0)
     return GenerationTiming(times, idx[0], sizes)
+
+
+@dataclass(frozen=True)
+class GenerationWork:
+    """What n generation steps after a prompt of T0 tokens compute, summed over every layer and head."""
+    projected: int  # key and value vectors computed, k_t and v_t of every token fed to every layer
+    scores: int  # dot products q . k computed: every query fed against every key it could see or is masked from
+    cache_numbers: list[int]  # numbers the cache holds after each step; zeros without a cache
+
+
+def _sum_of_squares(m: int) -> int:
+    return m * (m + 1) * (2 * m + 1) // 6  # 1² + ... + m²
+
+
+def generation_work(config: ModelConfig, prompt_len: int, n_new: int, use_cache: bool) -> GenerationWork:
+    """Step s (1..n) has t = T0 + s tokens. With the cache it feeds one: 1 projection and t scores per layer and
+    head. Without it feeds all t: t projections and t² scores (the whole score matrix is formed, then masked).
+    Summed with T0 = 0 these are 002 §2.5's 1 + 2 + ... + n = O(n²) and 1² + 2² + ... + n² = O(n³)."""
+    L, H, C = config.n_layers, config.n_heads, config.d_model
+    T0, n = prompt_len, n_new
+    keys = n * T0 + n * (n + 1) // 2  # sum over the steps of t = T0 + s
+    if use_cache:
+        fed, scores = n, keys
+        cache = [2 * L * C * (T0 + s) for s in range(1, n + 1)]  # one K and one V row (all heads) per layer and token
+    else:
+        fed, scores = keys, _sum_of_squares(T0 + n) - _sum_of_squares(T0)
+        cache = [0] * n
+    return GenerationWork(projected=2 * L * fed, scores=L * H * scores, cache_numbers=cache)
+
+
+@dataclass(frozen=True)
+class StepTimings:
+    """Every generated token's forward pass, timed with and without the cache in turn."""
+    steps: dict[str, list[Timing]]  # "with cache", "without cache": one Timing per generated token, in order
+
+    def totals(self, name: str) -> list[float]:
+        """Seconds of the whole generation in each round: round r sums every step's r-th run."""
+        return [sum(run) for run in zip(*(timing.seconds for timing in self.steps[name]))]
+
+    def speedups(self) -> list[float]:
+        """Without over with, round by round: each pair ran side by side, so a burst of load hits both."""
+        return [plain / cached for plain, cached in zip(self.totals("without cache"), self.totals("with cache"))]
+
+
+@torch.no_grad()
+def time_generation_steps(model: TransformerLM, prompt: torch.Tensor, n_new: int, repeats: int = 5, warmup: int = 1,
+                          temperature: float = 0.8, seed: int = 0, threads: int = 1,
+                          clock: Callable[[], float] = time.perf_counter,
+                          progress: Callable[[float], None] | None = None) -> StepTimings:
+    """Generate n_new tokens with the cache; at each step run the step both ways, one token against the cache
+    and the whole prefix from scratch, `warmup` untimed rounds then `repeats` timed rounds in turn, on
+    `threads` CPU threads (torch_threads says why one).
+
+    Both ways compute the same logits, so the one sequence sampled from the cached steps serves both."""
+    if prompt.numel() + n_new > model.config.max_seq_len:
+        raise ValueError(f"{prompt.numel()} + {n_new} tokens exceed the context window of {model.config.max_seq_len}")
+    model.eval()
+    generator = torch.Generator().manual_seed(seed)
+    idx = prompt[None]  # (1, T0)
+    steps: dict[str, list[Timing]] = {"with cache": [], "without cache": []}
+    with torch_threads(threads):
+        out = model(idx)
+        for s in range(n_new):
+            next_id = sample_next(out.logits[:, -1], temperature, None, generator)  # (1, 1)
+            idx = torch.cat([idx, next_id], dim=1)  # (1, T0 + s + 1)
+            cache = out.cache
+            timed = time_interleaved({"with cache": partial(model, next_id, cache=cache),
+                                      "without cache": partial(model, idx)}, repeats, warmup, clock=clock)
+            for name, timing in timed.items():
+                steps[name].append(timing)
+            out = model(next_id, cache=cache)  # the cache is never changed in place, so this is the step timed
+            if progress is not None:
+                progress((s + 1) / n_new)
+    return StepTimings(steps)

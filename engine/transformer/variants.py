@@ -7,24 +7,32 @@ g = 1 is MQA. MLA caches one latent c^KV per token and can run with W_uk and W_u
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from engine.attention.scoring import causal_mask
+from engine.efficiency.measure import Timing, time_interleaved, torch_threads
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(d)) v for new queries at the end of the keys: q (B, H, T, d), k v (B, H, t, d)."""
-    att = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, t)
-    mask = causal_mask(q.shape[2], k.shape[2], q.device)
-    return F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1) @ v
+    """softmax(q k^T / sqrt(d)) v for new queries at the end of the keys, where g key-value heads each serve
+    H / g consecutive query heads: q (B, H, T, d), k v (B, g, t, d) -> (B, H, T, d); g = H is plain MHA.
 
-
-def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, g, t, d) -> (B, g * n_rep, t, d): each group's K or V serves n_rep consecutive query heads."""
-    return x.repeat_interleave(n_rep, dim=1)
+    A group's queries are stacked as rows against its one K and V, so the cache is read once per group and
+    never copied per head: reading the cache is what a decode step costs at long contexts."""
+    B, H, T, d = q.shape
+    g, t = k.shape[1], k.shape[2]
+    n_rep = H // g
+    q = q.reshape(B, g, n_rep * T, d)  # (B, g, n_rep T, d): query head i belongs to group i // n_rep
+    att = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, g, n_rep T, t)
+    mask = causal_mask(T, t, q.device).repeat(n_rep, 1)  # (n_rep T, t): every head's rows masked alike
+    y = F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1) @ v  # (B, g, n_rep T, d_v)
+    return y.view(B, H, T, -1)
 
 
 class GroupedQueryAttention(nn.Module):
@@ -47,15 +55,21 @@ class GroupedQueryAttention(nn.Module):
     def cache_per_token(self) -> int:
         return 2 * self.n_groups * self.head_dim  # K and V of each group
 
+    def cache_for(self, x: torch.Tensor) -> dict:
+        """What forward(x) caches, without attending: K and V of every token, each (B, g, T, d)."""
+        B, T, _ = x.shape
+        k = self.W_k(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)  # (B, g, T, d)
+        v = self.W_v(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)
+        return {"k": k, "v": v}
+
     def forward(self, x: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
         B, T, C = x.shape
         q = self.W_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
-        k = self.W_k(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)  # (B, g, T, d)
-        v = self.W_v(x).view(B, T, self.n_groups, self.head_dim).transpose(1, 2)
+        new = self.cache_for(x)
+        k, v = new["k"], new["v"]  # (B, g, T, d) each
         if cache:
             k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-        n_rep = self.n_heads // self.n_groups
-        y = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep))  # (B, H, T, d)
+        y = causal_attention(q, k, v)  # (B, H, T, d)
         return self.W_o(y.transpose(1, 2).reshape(B, T, C)), {"k": k, "v": v}
 
 
@@ -80,11 +94,15 @@ class LatentAttention(nn.Module):
     def cache_per_token(self) -> int:
         return self.d_latent
 
+    def cache_for(self, x: torch.Tensor) -> dict:
+        """What forward(x) caches, without attending: the latent c^KV = x W_dkv of every token, (B, T, d_c)."""
+        return {"c_kv": self.W_dkv(x)}
+
     def forward(self, x: torch.Tensor, cache: dict | None = None) -> tuple[torch.Tensor, dict]:
         B, T, C = x.shape
         H, d = self.n_heads, self.head_dim
         q = self.W_q(x).view(B, T, H, d).transpose(1, 2)  # (B, H, T, d)
-        c_kv = self.W_dkv(x)  # (B, T, d_c)
+        c_kv = self.cache_for(x)["c_kv"]  # (B, T, d_c)
         if cache:
             c_kv = torch.cat([cache["c_kv"], c_kv], dim=1)
         t = c_kv.shape[1]
@@ -95,7 +113,7 @@ class LatentAttention(nn.Module):
         else:
             W_uk = self.W_uk.weight.view(H, d, self.d_latent)  # (H, d, d_c)
             q_latent = q @ W_uk  # (B, H, T, d_c): W_uk folded into the query
-            latents = c_kv.unsqueeze(1).expand(B, H, t, self.d_latent)  # the same c^KV for every head
+            latents = c_kv.unsqueeze(1)  # (B, 1, t, d_c): one c^KV shared by every head, like MQA's one K and V
             scale = math.sqrt(self.d_latent / d)  # causal_attention divides by sqrt(d_c); the score needs sqrt(d)
             mixed = causal_attention(q_latent * scale, latents, latents)  # (B, H, T, d_c): weighted latents
             y = mixed @ self.W_uv.weight.view(H, d, self.d_latent).transpose(1, 2)  # (B, H, T, d)
@@ -119,17 +137,28 @@ VARIANTS = ("MHA", "GQA", "MQA", "MLA")
 
 
 @torch.no_grad()
-def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 10) -> float:
-    """Median wall time of one new token's attention against a cache of `context` tokens."""
-    import statistics
-    import time
+def decode_step_timings(modules: dict[str, nn.Module], d_model: int, contexts: Sequence[int], repeats: int = 9,
+                        warmup: int = 2, threads: int = 1, clock: Callable[[], float] = time.perf_counter
+                        ) -> dict[str, list[Timing]]:
+    """One new token's attention against a cache of each context length: per context the variants run in turn,
+    `warmup` untimed rounds then `repeats` timed ones, on `threads` CPU threads (torch_threads says why one).
+    Returns one Timing per context for each variant.
 
-    g = torch.Generator().manual_seed(0)
-    _, cache = module(torch.randn(1, context, d_model, generator=g))
-    x = torch.randn(1, 1, d_model, generator=g)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        module(x, cache)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    The caches are filled by projection alone (cache_for): a causal forward over the whole context would
+    form a T x T score matrix, 256 MB per head at 8k tokens."""
+    generator = torch.Generator().manual_seed(0)
+    timings: dict[str, list[Timing]] = {name: [] for name in modules}
+    with torch_threads(threads):
+        for context in contexts:
+            past = torch.randn(1, context, d_model, generator=generator)  # (1, t, C)
+            x = torch.randn(1, 1, d_model, generator=generator)  # (1, 1, C): the new token
+            caches = {name: module.cache_for(past) for name, module in modules.items()}
+            steps = {name: partial(module, x, caches[name]) for name, module in modules.items()}
+            for name, timing in time_interleaved(steps, repeats, warmup, clock=clock).items():
+                timings[name].append(timing)
+    return timings
+
+
+def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 10) -> float:
+    """Median seconds of one decode step of a single variant against a cache of `context` tokens."""
+    return decode_step_timings({"one": module}, d_model, [context], repeats)["one"][0].median

@@ -1,10 +1,15 @@
 """The transformer pages, read back against the engine and the notes."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.transformer import cache_sizes as cs
-from tests.app.conftest import assert_clean, open_page
+from engine.transformer.kv_cache import generation_work
+from tests.app.conftest import assert_clean, figures, open_page
+
+MEDIAN_AND_SPREAD = r"\d+(\.\d+)?( ms)? \(\d+(\.\d+)?–\d+(\.\d+)?\)"  # "85 ms (80–276)", "2.39 (2.00–5.15)"
 
 
 def metric(at, label_start: str) -> str:
@@ -41,6 +46,31 @@ def test_kv_cache_page_reproduces_002_and_matches_tokens():
     assert "Identical tokens" in at.success[0].value
 
 
+def test_kv_cache_page_counts_the_work_and_times_it_on_demand_for_everyone():
+    from ui.loaders import char_model
+
+    params = {"new": "8", "prompt": "Counted, then timed. "}
+    at = open_page("kv_cache", **params)
+    assert_clean(at)
+    config = char_model("causal")[0].config
+    work = {use: generation_work(config, len(params["prompt"]), 8, use) for use in (True, False)}
+    assert metric(at, "Scores q·k computed") == f"{work[False].scores / work[True].scores:.0f}×"
+    table = at.table[1].value
+    assert list(table["scores q·k computed"]) == [f"{work[True].scores:,}", f"{work[False].scores:,}"]
+    assert "Not timed on this server yet" in at.info[0].value  # nothing heavy runs before the button
+    at.button(key="measure").click().run()
+    assert_clean(at)
+    label = next(c.value for c in at.caption if c.value.startswith("Timings measured"))
+    assert "on this server (CPU, 1 thread), median of 5 interleaved runs after 1 warm-up" in label
+    assert "fastest and slowest" in label
+    assert re.fullmatch(r"\d+\.\d× \(\d+\.\d–\d+\.\d\)", metric(at, "Measured speed-up"))
+    timed = list(at.table[1].value["8 steps, median (fastest–slowest)"])
+    assert all(re.fullmatch(MEDIAN_AND_SPREAD, cell) for cell in timed)
+    assert "Time per generated token: median, fastest to slowest run" in figures(at)
+    again = open_page("kv_cache", **params)  # another visitor sees the same measurement, unasked
+    assert not again.info and label in [c.value for c in again.caption]
+
+
 def test_variants_page_counts_what_each_caches():
     at = open_page("attention_variants", C="256", h="8", g="2", dc="64")
     assert_clean(at)
@@ -49,6 +79,25 @@ def test_variants_page_counts_what_each_caches():
     assert at.selectbox(key="g").options == ["1", "2", "4", "8"]  # only groups that divide the heads
     at = open_page("attention_variants", h="6", g="4")
     assert any("g=4" in i.value for i in at.info)  # a link with a group count that does not divide
+
+
+def test_variants_page_times_every_variant_in_turn_and_says_where():
+    at = open_page("attention_variants", C="128", h="4", g="2", dc="32")
+    assert_clean(at)
+    label = next(c.value for c in at.caption if c.value.startswith("Timings measured"))
+    assert "on this server (CPU, 1 thread), median of 9 runs interleaved with the other variants after 2 warm-ups" \
+        in label
+    steps = at.table[1].value
+    assert list(steps["variant"]) == ["MHA", "GQA", "MQA", "MLA"]
+    assert all(re.fullmatch(MEDIAN_AND_SPREAD, cell) for cell in steps["ms per step at 8,192 tokens"])
+    assert steps["against MHA"][0] == "1.00×"
+    # MHA: 2·128 numbers a token × 8,192 tokens × 4 B = 8 MiB
+    assert list(at.table[0].value["MiB per layer at 8,192 tokens"]) == ["8.0", "4.0", "2.0", "1.0"]
+    chart = figures(at)["One decode step against the cache: median, fastest to slowest run"]
+    assert [trace["error_y"]["type"] for trace in chart["data"]] == ["data"] * 4
+    at.button(key="measure").click().run()  # measures afresh: a new label, the same statements
+    assert_clean(at)
+    assert any(c.value.startswith("Timings measured") for c in at.caption)
 
 
 def test_cache_sizes_table_and_custom_row():
@@ -62,6 +111,17 @@ def test_cache_sizes_table_and_custom_row():
     assert "at least 1" in at.warning[0].value
     assert "Your model" not in at.dataframe[0].value["model"].tolist()
     assert len(at.dataframe[0].value) == len(cs.MODELS)
+
+
+def test_cache_sizes_draws_equal_models_as_one_named_line():
+    at = open_page("cache_sizes", L="32", H="32", kv="8", hd="128")
+    assert_clean(at)
+    names = [trace["name"] for trace in figures(at)["Total cache against context, batch 1"]["data"]]
+    assert "Your model = Llama-3-8B = Mistral-7B" in names and "Llama-2-70B = Llama-3-70B" in names
+    assert len(names) == len(cs.coinciding([cs.CacheConfig("Your model", 32, 32, 8, 128), *cs.MODELS])) == 8
+    note = next(c.value for c in at.caption if "share one line" in c.value)
+    assert "Your model = Llama-3-8B = Mistral-7B; Llama-2-70B = Llama-3-70B" in note
+    assert "DeepSeek-V2 and DeepSeek-V3 differ by 1.6%" in note
 
 
 def test_objectives_page_adds_up_l3():

@@ -3,6 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention.multihead import check_heads, init_multihead, multi_head_per_head, multi_head_steps
+from engine.transformer.variants import VARIANTS, build_variant, causal_attention
 
 
 def reference(x, w, n_heads, causal):
@@ -46,3 +47,25 @@ def test_heads_must_divide_d_model():
         check_heads(8, 3)
     with pytest.raises(ValueError):
         check_heads(8, 0)
+
+
+@pytest.mark.parametrize("H,g,T,t", [(4, 4, 5, 5), (4, 2, 3, 7), (6, 1, 1, 9), (8, 2, 1, 1)])
+def test_grouped_attention_equals_torchs_on_keys_and_values_copied_per_head(H, g, T, t):
+    """Our causal_attention reads each group's K and V once; torch's SDPA on copies, one per query head."""
+    gen = torch.Generator().manual_seed(H * 100 + g)
+    q = torch.randn(2, H, T, 8, generator=gen)  # (B, H, T, d)
+    k, v = torch.randn(2, 2, g, t, 8, generator=gen)  # (B, g, t, d) each
+    sees = torch.ones(T, t, dtype=torch.bool).tril(t - T)  # new queries sit at the end of the keys
+    expected = F.scaled_dot_product_attention(q, k.repeat_interleave(H // g, 1), v.repeat_interleave(H // g, 1),
+                                              attn_mask=sees)
+    torch.testing.assert_close(causal_attention(q, k, v), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_cache_for_is_the_cache_forward_leaves(name):
+    torch.manual_seed(2)
+    module = build_variant(name, 32, 4, 2, 12).eval()
+    x = torch.randn(2, 6, 32)
+    _, cache = module(x)
+    for key, value in module.cache_for(x).items():
+        torch.testing.assert_close(value, cache[key])

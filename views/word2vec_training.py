@@ -36,7 +36,8 @@ k = page.slider("Negative words k", "k", 0, 20, 5, where=c4)
 c1, c2, c3, c4, c5 = st.columns(5)
 dim = page.slider("Dimension d", "dim", 10, 200, 50, 10, where=c1)
 window = page.slider("Window m (each side)", "window", 1, 10, 5, where=c2)
-epochs = page.slider("Epochs", "epochs", 1, 20, 5, where=c3)
+# the Lee corpus is small: at 5 epochs every neighbour sits at cosine ≈ 0.99; 15 separate them in seconds
+epochs = page.slider("Epochs", "epochs", 1, 20, 15, where=c3)
 min_count = page.slider("Minimum count", "min_count", 1, 20, 5, where=c4)
 subsample = page.toggle("Subsample", "sample", True, where=c5, help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
 
@@ -79,9 +80,12 @@ with page.guard():
         page.notice(f"The full softmax scores all {len(vocab):,} words for every pair: expect minutes. "
                     "Negative sampling and hierarchical softmax exist for exactly this reason.")
     probes = [w.strip().lower() for w in page.text("Words to look up in the trained model", "probe",
-                                                   "government, police, minister", max_chars=200).split(",") if w.strip()]
+                                                   "minister, fire, police", max_chars=200).split(",") if w.strip()]
     b1, b2, _ = st.columns([1, 1, 4])
     start, stop = b1.button("Train", type="primary"), b2.button("Stop")
+    st.caption("A small corpus needs many passes: on the Lee news the defaults (15 epochs, d = 50) train in about "
+               "10 s on one core and give neighbours like minister → prime, foreign, affairs; at 5 epochs the "
+               "vectors have barely moved apart and every neighbour sits at cosine ≈ 0.99.")
     if start:
         bar, chart = st.progress(0.0, text="Preparing the corpus…"), st.empty()
 
@@ -123,7 +127,7 @@ ours, theirs = checkpoint_vectors("wikipedia_sgns"), checkpoint_vectors("wikiped
 word = page.text("Word", "word", "music", max_chars=40).strip().lower()
 with page.guard():
     g1, g2 = st.columns(2)
-    for column, name, vecs, extra in ((g1, "ours (engine.embeddings.word2vec)", ours, our_extra),
+    for column, name, vecs, extra in ((g1, "ours (this app's word2vec)", ours, our_extra),
                                       (g2, "gensim Word2Vec", theirs, their_extra)):
         with column:
             neighbour_table(vecs.neighbours(word, 10), name)

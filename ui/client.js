@@ -7,7 +7,7 @@
   // replaceState, so Back would leave the page; after a user's own input we push a history entry instead.
   // On Back, Streamlit reruns as a history navigation and the controls take the URL's values.
   let lastInput = 0;
-  for (const type of ["pointerup", "keyup", "change"]) {
+  for (const type of ["pointerdown", "pointerup", "keydown", "keyup", "input", "change"]) {
     document.addEventListener(type, () => { lastInput = Date.now(); }, true);
   }
   const replaceState = history.replaceState.bind(history);

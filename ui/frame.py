@@ -32,7 +32,7 @@ LECTURE_CSS = """<style>
 html { font-size: 22px; }
 [data-testid='stMainBlockContainer'] { max-width: 100%; padding: 3.4rem 1.5rem 2rem; }
 [data-testid='stMainBlockContainer'] h1 { font-size: 1.6rem; padding: 0 0 0.2rem; }
-[data-testid='stMainBlockContainer'] h2 { font-size: 1.3rem; }
+[data-testid='stMainBlockContainer'] :is(h2, h3) { font-size: 1.2rem; }
 [data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] { gap: 0.55rem; }
 [data-testid='stMainBlockContainer'] :is(.stSlider, .stSelectbox, .stTextInput, .stTextArea, .stNumberInput,
     .stCheckbox, .stRadio, .stMultiSelect, .stButton) { zoom: 0.85; }

@@ -10,7 +10,7 @@ model, extra = word2vec_checkpoint("lee_softmax")
 V, d = model.input_vectors.shape
 page.intro(
     f"A skip-gram model trained with the full softmax of eq. 3 on the Lee news corpus ({V:,} words, "
-    f"d = {d}; `python -m engine.embeddings.train`). Choose a centre word c and an output word o: the "
+    f"d = {d}, trained by this project). Choose a centre word c and an output word o: the "
     "page computes p(·|c) over the whole vocabulary and the gradient of log p(o|c) with respect to v_c, "
     "once by eq. 12 and once by autograd."
 )

@@ -1,7 +1,7 @@
 """The real app, served by `streamlit run` on a free local port, driven by Debian's chromium.
 
-The fixtures are module-scoped: each browser-test module starts one app and one browser and
-kills both at its end. Helpers wait the way Streamlit's own e2e tests do.
+The fixtures are session-scoped: one app and one browser serve every browser-test module (a page's caches,
+warmed by one module, serve the next, as on a real server) and both are killed at the end. Helpers wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def app_url():
     """`streamlit run app.py` from the repository root in its own process group, killed at teardown."""
     port = free_port()
@@ -90,7 +90,7 @@ def app_url():
         log.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     if not HAVE_CHROMIUM:
         pytest.skip(NO_CHROMIUM)

@@ -1,6 +1,8 @@
 """Pieces the seq2seq pages share: character labels, the source × output attention heatmap, metrics."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from engine.seq2seq.dates import MAX_SOURCE
@@ -14,6 +16,16 @@ LABEL_KEY = f"Axis labels are a position, counted from 0, and a character: {SYMB
 def char_labels(text: str) -> list[str]:
     """One unique label per character (a heatmap axis merges equal labels): position and character."""
     return [f"{j} {'␣' if c == ' ' else c}" for j, c in enumerate(text)]
+
+
+def word_columns(text: str) -> dict[str, list[int]]:
+    """The character positions of each word, labelled with its first position, and of all spaces together:
+    a few curves instead of one per character."""
+    groups: dict[str, list[int]] = {}
+    for match in re.finditer(r"\S+", text):
+        groups[f"{match.start()} {match.group()}"] = list(range(match.start(), match.end()))
+    spaces = [j for j, c in enumerate(text) if c.isspace()]
+    return groups | ({"␣ (every space)": spaces} if spaces else {})
 
 
 def output_labels(output: str, steps: int) -> list[str]:

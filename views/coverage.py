@@ -1,11 +1,11 @@
 import streamlit as st
 
 from engine.seq2seq.dates import distracted_examples
-from engine.seq2seq.decode import held_out_metrics, mean_coverage, translate
+from engine.seq2seq.decode import MAX_OUTPUT, held_out_metrics, mean_coverage, translate
 from ui import figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import attention_heatmap, char_labels, checked_input, metrics_table
+from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, word_columns
 
 DISTRACTED_SEED = 20_000
 page = Page("coverage")
@@ -31,7 +31,8 @@ text = checked_input(page, page.text("A date, as you would write it", "text", "m
                                      "the 4th”, or just “3”, where the plain model repeats itself"))
 mean = page.toggle("Mean (eq. 50)", "mean", False, where=c2,
                    help="000 eq. 48 sums earlier attention; eq. 50 divides by t, so c^t stays a distribution")
-step = page.slider("Step t", "step", 1, 20, 4, where=c3)
+# steps count from 0, as eq. 48 does (c^0 = 0) and as the output labels do
+step = page.slider("Step t", "step", 0, MAX_OUTPUT - 1, 3, where=c3)
 with page.guard():
     results = {name: translate(seq2seq_checkpoint(name)[0], text) for name in MODELS}
     columns = st.columns(2)
@@ -39,19 +40,21 @@ with page.guard():
         with column:
             st.subheader(f"{MODELS[name]}: {result.output}")
             attention_heatmap(result.attention, result.source, result.output, f"Attention a_tj ({MODELS[name]})")
-            t = min(step, len(result.coverage))
+            t = min(step, len(result.coverage) - 1)
             coverage = mean_coverage(result.coverage) if mean else result.coverage
             labels = char_labels(result.source)
-            figures.show(figures.lines(list(range(1, len(coverage) + 1)),
-                                       {labels[j]: coverage[:, j].tolist() for j in range(len(labels))},
-                                       title=f"Coverage c^t_j, one curve per source character ({MODELS[name]})",
-                                       x_title="step t", y_title="c^t_j", markers=False))
-            figures.show(figures.bars(labels, {"c^t": coverage[t - 1].tolist(), "a^t": result.attention[t - 1].tolist()},
+            steps = list(range(len(coverage)))
+            figures.show(figures.lines(steps, {word: coverage[:, positions].sum(1).tolist()
+                                               for word, positions in word_columns(result.source).items()},
+                                       title=f"Coverage c^t summed over each word ({MODELS[name]})",
+                                       x_title="step t", y_title="Σ_(j in word) c^t_j", markers=False))
+            figures.show(figures.bars(labels, {"c^t": coverage[t].tolist(), "a^t": result.attention[t].tolist()},
                                       title=f"Step {t}: coverage before it against its attention ({MODELS[name]})",
                                       y_title="weight"))
-            figures.show(figures.lines(list(range(1, len(result.covloss) + 1)), {"covloss_t": result.covloss.tolist()},
+            figures.show(figures.lines(steps, {"covloss_t": result.covloss.tolist()},
                                        title=f"Coverage loss per step, sum {float(result.covloss.sum()):.3f} ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_i min(a_i^t, c_i^t)"))
+    st.caption(LABEL_KEY + " The coverage curves sum each word's characters; the bars show them one by one.")
     equations(
         ("000 eq. 48", r"c^t = \sum_{t'=0}^{t-1} a^{t'}"),
         ("000 eq. 49", r"\operatorname{covloss}_t = \sum_i \min(a_i^t, c_i^t)"),
@@ -61,4 +64,11 @@ with page.guard():
                 "(repeats), outputs shorter (skips)")
     metrics_table({MODELS[name]: seq2seq_checkpoint(name)[1]["metrics"] for name in MODELS})
     st.markdown("**The same dates followed by a distraction** (“ at 4 pm”, “, not the 4th”, …), never seen in training")
-    metrics_table(distracted_metrics())
+    distracted = distracted_metrics()
+    metrics_table(distracted)
+    plain, covered = (distracted[MODELS[name]] for name in MODELS)
+    st.caption(f"Coverage does its job here, skips fall from {plain['skip_rate']:.1%} to {covered['skip_rate']:.1%}, "
+               f"yet exact matches fall too ({plain['exact_match']:.1%} → {covered['exact_match']:.1%}): trained "
+               "only on dates, where every input character belongs in the answer, the coverage model also covers "
+               "the distraction and writes its digits (“the 2nd of october 1952, 9:30” → 1993-10-02). Coverage "
+               "suits tasks where all the input should be used, like translation; it does not filter out noise.")

@@ -4,7 +4,7 @@ from engine.seq2seq.cross import as_cross_attention
 from engine.seq2seq.decode import translate
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations, gaps
-from ui.seq2seq import attention_heatmap, checked_input
+from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input
 
 page = Page("cross_attention")
 page.intro(
@@ -29,6 +29,7 @@ with page.guard():
         attention_heatmap(cross.at_once.weights, result.source, result.output, "softmax(QKᵀ), all steps at once")
     with g3:
         attention_heatmap(cross.scaled.weights, result.source, result.output, "softmax(QKᵀ/√D): scaled, as eq. 57")
+    st.caption(LABEL_KEY)
     gaps(("max |step by step − softmax(QKᵀ)|", result.attention.numpy(), cross.at_once.weights.numpy()),
          ("max |c_t − (softmax(QKᵀ) V)_t|", result.context.numpy(), cross.at_once.output.numpy()))
     st.caption(f"Q is {T} × {D} (one decoder state per output step), K and V are {S} × {D} (one encoder state per "

@@ -4,7 +4,7 @@ from engine.seq2seq.decode import translate
 from ui import figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import attention_heatmap, checked_input, metrics_table, output_labels
+from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input, metrics_table, output_labels
 
 page = Page("pointer_generator")
 page.intro(
@@ -33,6 +33,7 @@ with page.guard():
                                     for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
                                               "p(y) from the model")})
         attention_heatmap(result.attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
+        st.caption(LABEL_KEY + " Each step is labelled with the character it writes.")
     with right:
         equations(
             ("000 eq. 52", r"a_{tj} = \operatorname{softmax}_j\big(v^\top \tanh(W_1 s_{t-1} + W_2 z_j)\big)"),

@@ -34,9 +34,9 @@ with page.guard():
     (st.success if correct else st.error)("sorted correctly" if correct else "not sorted: the network made a mistake")
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.heatmap(log_probs[0].exp().numpy(), inputs, [f"step {i + 1}" for i in range(len(order))],
-                                     "Pr(C_i = j | C_1..C_{i-1}, P): where each step points", x_title="input position",
-                                     y_title="output step", annotate=len(order) <= 10))
+        figures.show(figures.heatmap(log_probs[0].exp().numpy(), inputs, [f"step {i}" for i in range(len(order))],
+                                     "Where each step points: Pr(C_i = j | earlier choices, P)",
+                                     x_title="input position j: number", y_title="output step i", annotate=len(order) <= 10))
     with right:
         equations(
             ("000 eq. 51", r"\Pr(C_i \mid C_1, \dots, C_{i-1}, \mathcal{P})"),
@@ -45,4 +45,5 @@ with page.guard():
         st.markdown("**Held-out: share of 1,000 random sets sorted exactly**")
         st.dataframe({"numbers": list(extra["metrics"]), "sorted": [m["sorted"] for m in extra["metrics"].values()],
                       "positions right": [m["positions"] for m in extra["metrics"].values()]}, hide_index=True)
+        st.caption("Steps and positions count from 0.")
         st.caption("15 numbers is longer than any set seen in training.")

@@ -6,7 +6,7 @@ from engine.seq2seq.decode import translate
 from ui import figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import attention_heatmap, char_labels, checked_input, metrics_table, output_labels
+from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, output_labels
 
 SCORE_EQUATIONS = {
     "dot": ("000 eq. 42", r"e_{tj} = s_{t-1}^\top z_j"),
@@ -17,8 +17,8 @@ page = Page("seq2seq_attention")
 page.intro(
     "A bidirectional GRU reads a date as written by a person, one character at a time; a GRU decoder writes "
     "it in ISO form. At every step the decoder's previous state asks which input characters matter now "
-    "(Bahdanau's step, 001 §1.5). Three checkpoints differ only in how they score a match. Trained by "
-    "`python -m engine.seq2seq.train` on generated dates (day first: 03/04/21 is the 3rd of April)."
+    "(Bahdanau's step, 001 §1.5). Three checkpoints differ only in how they score a match. Each was trained "
+    "on generated dates (day first: 03/04/21 is the 3rd of April)."
 )
 c1, c2 = st.columns([1, 3])
 score = page.select("Scoring function", "score", list(SCORE_EQUATIONS), "additive", where=c1)
@@ -34,12 +34,14 @@ with page.guard():
     with left:
         attention_heatmap(result.attention, result.source, result.output,
                           f"Attention a_tj of the {score} model: one row per output character")
-        step = page.slider("Decoding step t", "step", 1, len(result.attention), min(5, len(result.attention)))
-        row = result.attention[step - 1]
-        produced = output_labels(result.output, len(result.attention))[step - 1]
+        st.caption(LABEL_KEY)
+        # steps count from 0 like the heatmap's rows, so step t writes the output character labelled t
+        step = page.slider("Decoding step t", "step", 0, len(result.attention) - 1, min(4, len(result.attention) - 1))
+        row = result.attention[step]
+        produced = output_labels(result.output, len(result.attention))[step]
         figures.show(figures.bars(char_labels(result.source), {"a_tj": row.tolist()},
                                   title=f"Step {step} (writes “{produced}”): weights over the source", y_title="a_tj"))
-        figures.show(figures.heatmap(result.context[step - 1][None].numpy(), list(range(result.context.shape[1])),
+        figures.show(figures.heatmap(result.context[step][None].numpy(), list(range(result.context.shape[1])),
                                      ["c_t"], f"Context vector c_{step} = Σ_j a_tj z_j ({result.context.shape[1]} numbers)",
                                      zmin=None, zmax=None, zmid=0, colorscale="RdBu", annotate=False, height=160))
     with right:

@@ -21,7 +21,7 @@ def test_attention_page_shows_the_models_own_weights():
     heat = trace(figures(at)["Attention a_tj of the dot model: one row per output character"])
     assert torch.allclose(torch.tensor(heat["z"], dtype=torch.float32), expected.attention, atol=1e-6)
     bars = trace(next(spec for title, spec in figures(at).items() if title.startswith("Step 3")))
-    assert torch.allclose(torch.tensor(bars["y"], dtype=torch.float32), expected.attention[2], atol=1e-6)
+    assert torch.allclose(torch.tensor(bars["y"], dtype=torch.float32), expected.attention[3], atol=1e-6)  # from 0
     assert metric(at, "Σ_j a_3j") == "1.000000"
     assert at.dataframe[0].value["exact_match"].tolist()[2] == "100.0%"  # additive
 
@@ -43,15 +43,32 @@ def test_coverage_page_curves_are_running_sums_and_eq_50_divides():
     at = open_page("coverage", text=text, step="4")
     assert_clean(at)
     expected = translate(model("additive"), text)
-    curves = figures(at)["Coverage c^t_j, one curve per source character (without coverage)"]
-    first = trace(curves, 0)
+    curves = figures(at)["Coverage c^t summed over each word (without coverage)"]
+    assert [trace(curves, i)["name"] for i in range(len(curves["data"]))] == ["0 3", "2 march", "8 2021",
+                                                                              "␣ (every space)"]
+    first = trace(curves, 0)  # the word "3" is the character 0
     assert torch.allclose(torch.tensor(first["y"], dtype=torch.float32), expected.attention[:, 0].cumsum(0)
                           - expected.attention[:, 0], atol=1e-6)
+    assert list(first["x"]) == list(range(len(expected.attention)))  # steps from 0, as eq. 48 counts them
+    total = sum(torch.tensor(trace(curves, i)["y"]) for i in range(len(curves["data"])))
+    assert torch.allclose(total, torch.arange(len(expected.attention), dtype=total.dtype), atol=1e-5)  # c^t sums t rows
+    bars = trace(next(spec for title, spec in figures(at).items() if title.startswith("Step 4:")), 1)
+    assert torch.allclose(torch.tensor(bars["y"], dtype=torch.float32), expected.attention[4], atol=1e-6)
     mean = open_page("coverage", text=text, step="4", mean="True")
-    first_mean = trace(figures(mean)["Coverage c^t_j, one curve per source character (without coverage)"], 0)
+    first_mean = trace(figures(mean)["Coverage c^t summed over each word (without coverage)"], 0)
     steps = torch.arange(len(expected.attention)).clamp(min=1)
     assert torch.allclose(torch.tensor(first_mean["y"], dtype=torch.float32),
                           torch.tensor(first["y"], dtype=torch.float32) / steps, atol=1e-6)
+
+
+def test_coverage_page_default_shows_the_skip_fixed_and_explains_the_distracted_table():
+    at = open_page("coverage")
+    assert_clean(at)
+    assert [s.value for s in at.subheader[:2]] == ["without coverage: 222-03-03",
+                                                   "with coverage, loss weight λ = 0.5: 2021-03-03"]
+    assert any(c.value.startswith("Coverage does its job here") for c in at.caption)
+    assert translate(model("additive_coverage"), "the 2nd of october 1952, 9:30").output == "1993-10-02"
+    assert any("■ the end of the output" in c.value for c in at.caption)
 
 
 def test_pointer_generator_page_mixture_matches_the_model():

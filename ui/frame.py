@@ -20,6 +20,8 @@ BASE_CSS = """<style>
 .katex-display > .katex { padding: 0 6px; }
 .js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * { touch-action: pan-y !important; }
 @media (max-width: 640px) {
+  [data-testid='stMainBlockContainer'] { padding-top: 3.5rem; }
+  [data-testid='stMainBlockContainer'] h1 { font-size: 2rem; }
   [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],
       [data-testid='stTable'], [data-testid='stMetric'])) { flex-wrap: wrap; gap: 0.5rem; }
   [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],

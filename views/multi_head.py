@@ -7,8 +7,8 @@ from ui.page import Page, equations, gaps
 
 page = Page("multi_head")
 page.intro(
-    "One layer of multi-head self-attention on a batch of random token vectors, run the way 000 §8.3.2's "
-    "`CausalSelfAttention.forward` runs it. Each row of the table is one line of that code and the tensor it makes."
+    "One layer of multi-head self-attention on a batch of random token vectors, run the way the code of "
+    "000 §8.3.2 runs it. Each row of the table is one line of that code and the tensor it makes."
 )
 c1, c2, c3, c4, c5, c6 = st.columns(6)
 B = page.slider("Batch B", "B", 1, 4, 1, where=c1)
@@ -43,12 +43,16 @@ with page.guard():
     st.subheader("Each head's attention, batch item 1")
     attention = next(s.tensor for s in steps if s.code.startswith("att = F.softmax"))[0]  # (H, T, T)
     tokens = [f"t{i + 1}" for i in range(T)]
-    grid = st.columns(min(H, 4))
-    for head in range(H):
-        with grid[head % len(grid)]:
-            figures.show(figures.heatmap(attention[head].numpy(), tokens, tokens, title=f"head {head + 1}",
-                                         x_title="key", y_title="query", annotate=T <= 6, height=300,
-                                         showscale=False))
+    # one head large enough to read its numbers, then every head small, four to a row, as patterns only
+    shown = page.slider("Head shown with its numbers", "head", 1, H, 1)
+    figures.show(figures.heatmap(attention[shown - 1].numpy(), tokens, tokens, title=f"head {shown}",
+                                 x_title="key", y_title="query", annotate=True, height=120 + 36 * T))
+    per_row = 4
+    for first in range(0, H, per_row):
+        for column, head in zip(st.columns(per_row), range(first, min(first + per_row, H))):
+            with column:
+                figures.show(figures.heatmap(attention[head].numpy(), tokens, tokens, title=f"head {head + 1}",
+                                             annotate=False, height=220, showscale=False))
 
     st.subheader("Heads side by side, then mixed by W_O")
     concat = steps[-2].tensor[0]  # (T, C) before the output projection

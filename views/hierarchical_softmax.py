@@ -34,11 +34,12 @@ with page.guard():
         hover = (f"node n(w, {j + 1}) = inner node {step.node}<br>{'LEFT' if step.branch > 0 else 'RIGHT'}: "
                  f"branch {step.branch:+d}<br>v′·h = {step.score:.4f}<br>σ(branch · v′·h) = {step.probability:.4f}"
                  f"<br>product so far {step.reached:.4g}")
-        taken = figures.TreeNode(child, parent, f"“{word}” {step.reached:.2g}" if last else f"{step.probability:.2f}",
+        # short labels: leaves of neighbouring branches sit close together, the last two side by side
+        taken = figures.TreeNode(child, parent, f"“{word}”<br>{step.reached:.2g}" if last else f"{step.probability:.2f}",
                                  hover, math.log10(step.reached))
         left_out = reached * (1 - step.probability)
         words_there = f"{step.words_left_out:,} word{'s' if step.words_left_out > 1 else ''}"
-        other = figures.TreeNode(f"other{j}", parent, words_there, f"the branch not taken: {words_there}, "
+        other = figures.TreeNode(f"other{j}", parent, f"{step.words_left_out:,}", f"the branch not taken: {words_there}, "
                                  f"p = {left_out:.4g}",
                                  math.log10(left_out), faded=True)
         nodes += [taken, other] if step.branch > 0 else [other, taken]  # LEFT child drawn on the left
@@ -49,7 +50,8 @@ with page.guard():
         figures.show(figures.tree(nodes, f"Path of “{word}”: {len(steps)} sigmoids from the root, LEFT on the left",
                                   colour_title="log₁₀ p", down=True))
         st.caption("Each node on the path is labelled with σ(branch · v′·h) of the branch taken; hover for v′·h "
-                   "and the running product. Faded leaves stand for the words under the branch not taken.")
+                   "and the running product. Faded leaves stand for the words under the branch not taken, labelled with "
+                   "how many there are.")
     with right:
         equations(
             ("000 eq. 23", r"\operatorname{branch} = \begin{cases} +1 & \text{LEFT} \\ -1 & \text{RIGHT} \end{cases}"),

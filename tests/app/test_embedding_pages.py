@@ -191,6 +191,15 @@ def test_hierarchical_product_along_the_path_matches_the_engine(context, word):
     assert f"{depth} sigmoids from the root" in next(t for t in figures(at) if t.startswith("Path of"))
 
 
+def test_hierarchical_tree_labels_are_short_enough_not_to_overlap():
+    """Side-by-side leaves once overlapped ("“officers” 0.0015" over "1 word"): counts only, the word above its p."""
+    at = open_page("hierarchical_softmax", c="police", word="officers")
+    tree = next(spec for title, spec in figures(at).items() if title.startswith("Path of"))
+    labels = [label for label in tree["data"][-1]["text"] if label]
+    assert "“officers”<br>0.0015" in labels
+    assert max(len(label) for label in labels if "officers" not in label) <= 5  # "0.52", "914", "1"
+
+
 def test_hierarchical_unknown_word_suggests_a_spelling():
     at = open_page("hierarchical_softmax", word="offisers")
     assert_clean(at)

@@ -56,42 +56,6 @@ def cached_attention_steps(X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor
     return steps
 
 
-@dataclass
-class GenerationTiming:
-    seconds_per_token: list[float]  # one entry per generated token, in order
-    tokens: torch.Tensor  # (T0 + n,)
-    cache_numbers: list[int]  # numbers held in the cache after each step (0 without a cache)
-
-
-@torch.no_grad()
-def timed_generation(model: TransformerLM, prompt: torch.Tensor, n_new: int, use_cache: bool,
-                     temperature: float = 0.8, seed: int = 0, repeats: int = 2) -> GenerationTiming:
-    """Sampled generation, timing every step: cached steps feed one token, uncached steps the whole prefix.
-
-    Each step's forward pass is deterministic, so it is run `repeats` times and the fastest kept: on a
-    shared CPU the minimum is the cost of the step, the rest is other processes.
-    """
-    if prompt.numel() + n_new > model.config.max_seq_len:
-        raise ValueError(f"{prompt.numel()} + {n_new} tokens exceed the context window of {model.config.max_seq_len}")
-    model.eval()
-    generator = torch.Generator().manual_seed(seed)
-    idx = prompt[None]
-    out = model(idx)  # the prompt, untimed; it also warms the allocator
-    times, sizes = [], []
-    for _ in range(n_new):
-        next_id = sample_next(out.logits[:, -1], temperature, None, generator)
-        idx = torch.cat([idx, next_id], dim=1)
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            step = model(next_id, cache=out.cache) if use_cache else model(idx)
-            best = min(best, time.perf_counter() - start)
-        out = step
-        times.append(best)
-        sizes.append(sum(k.numel() + v.numel() for k, v in out.cache) if use_cache else 0)
-    return GenerationTiming(times, idx[0], sizes)
-
-
 @dataclass(frozen=True)
 class GenerationWork:
     """What n generation steps after a prompt of T0 tokens compute, summed over every layer and head."""

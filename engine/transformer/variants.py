@@ -158,7 +158,3 @@ def decode_step_timings(modules: dict[str, nn.Module], d_model: int, contexts: S
                 timings[name].append(timing)
     return timings
 
-
-def decode_step_seconds(module: nn.Module, d_model: int, context: int, repeats: int = 10) -> float:
-    """Median seconds of one decode step of a single variant against a cache of `context` tokens."""
-    return decode_step_timings({"one": module}, d_model, [context], repeats)["one"][0].median

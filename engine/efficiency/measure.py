@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -83,19 +84,24 @@ class Timing:
         return min(self.seconds), max(self.seconds)
 
 
+_THREAD_COUNT = threading.Lock()  # torch_threads' blocks, one at a time per process
+
+
 @contextmanager
 def torch_threads(n: int) -> Iterator[None]:
     """Run torch's CPU operators on n threads inside the block, then go back to the count before.
 
     On a shared machine with two cores, an operator split over two threads waits for both to be scheduled, and
     another process holding one core stretches a 1 ms step to 100 ms: one thread times the work, not the
-    scheduler. torch's count is process-wide, so other sessions' work in the meantime runs on n threads too."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    scheduler. torch's count is process-wide, so other sessions' work in the meantime runs on n threads too, and
+    two blocks at once (two sessions' threads) take turns: interleaved, one could restore the other's count."""
+    with _THREAD_COUNT:
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,

@@ -46,11 +46,27 @@
       }
     }
   };
+  // A chart's title fits its chart: plotly does not wrap titles, so a long one in a narrow column is scaled
+  // down (to half at most) rather than cut at the chart's edge. Plotly redraws the title on every relayout.
+  const fitTitles = () => {
+    for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+      const title = plot.querySelector(".gtitle");
+      const width = plot.getBoundingClientRect().width;
+      if (!title || width === 0) continue;
+      if (!title.dataset.fullSize) title.dataset.fullSize = parseFloat(getComputedStyle(title).fontSize);
+      const full = parseFloat(title.dataset.fullSize);
+      const room = width - (title.getBoundingClientRect().left - plot.getBoundingClientRect().left) - 8;
+      let size = parseFloat(getComputedStyle(title).fontSize);
+      const needed = title.getBoundingClientRect().width * (full / size);  // the title's width at full size
+      size = Math.max(Math.min(full, full * room / needed), full * 0.5);
+      title.style.fontSize = `${size.toFixed(1)}px`;
+    }
+  };
   let scheduled = false;
   const schedule = () => {
     if (scheduled) return;
     scheduled = true;
-    requestAnimationFrame(() => { scheduled = false; fitEquations(); });
+    requestAnimationFrame(() => { scheduled = false; fitEquations(); fitTitles(); });
   };
   new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", schedule);

@@ -34,6 +34,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: drives the real app in headless chromium")
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (`--dist loadgroup`) each browser-test module goes whole to one worker, whose one app
+    server keeps its caches warm from test to test; the AppTests fill the workers around them. The browser tests
+    mostly wait on the server, so one worker per module balances better than all of them on one."""
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

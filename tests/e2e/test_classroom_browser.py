@@ -20,8 +20,12 @@ LAYOUT = """(figure) => {
   const first = document.querySelector(figure);
   const overflowing = Array.from(document.querySelectorAll('.katex-display'))
     .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60));
+  const cutTitles = Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .filter(p => p.querySelector('.gtitle') && p.getBoundingClientRect().width > 0
+                 && p.querySelector('.gtitle').getBoundingClientRect().right > p.getBoundingClientRect().right + 1)
+    .map(p => p.querySelector('.gtitle').textContent.slice(0, 60));
   return {sidebarCollapsed: document.querySelector("[data-testid='stSidebar']")?.dataset.collapsed === 'true',
-          figureTop: first ? first.getBoundingClientRect().top : null, overflowing};
+          figureTop: first ? first.getBoundingClientRect().top : null, overflowing, cutTitles};
 }"""
 MAIN_SCROLL = "document.querySelector(\"[data-testid='stMain']\").scrollTop"
 
@@ -59,6 +63,7 @@ def layout_problems(tab, slug: str, height: int) -> list[str]:
     if found["figureTop"] is None or found["figureTop"] > FIRST_SCREEN_SHARE * height:
         problems.append(f"first figure at {found['figureTop']} px of {height}")
     problems += [f"equation needs a scrollbar: {text}" for text in found["overflowing"]]
+    problems += [f"chart title cut: {text}" for text in found["cutTitles"]]
     return problems
 
 

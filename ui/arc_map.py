@@ -92,7 +92,8 @@ def svg() -> str:
         text = "".join(f'<tspan x="{box.x + 10}" y="{first_y + 16 * i}">{escape(line)}</tspan>'
                        for i, line in enumerate(lines))
         parts.append(
-            f'<a href="{escape(slug)}" target="_self" style="text-decoration:none" aria-label="{escape(box.info.title)}">'
+            f'<a href="{escape(slug)}" target="_self" style="text-decoration:none" '
+            f'aria-label="{escape(box.info.title)}">'
             f'<title>{box.info.year} · {escape(box.info.summary)}</title>'
             f'<rect x="{box.x}" y="{box.y}" width="{BOX_W}" height="{BOX_H}" rx="8" '
             f'fill="{"#1f4fbf" if start else "#eef2f8"}" stroke="#1f4fbf" stroke-width="{2 if start else 1}"/>'

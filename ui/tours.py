@@ -45,7 +45,7 @@ TOURS = (
              {"temp": "0.8"}),
         Stop("kv_cache", "Generating fast: keys and values of earlier tokens are cached, not recomputed."),
     )),
-    Tour("attention", "Attention to Transformers", "From kernel regression to a trained TransformerLM.", (
+    Tour("attention", "Attention", "From kernel regression to Transformers: a trained TransformerLM.", (
         Stop("kernel_regression", "Attention before neural networks: a weighted average of values, weighted by "
                                   "how close each key is to the query."),
         Stop("seq2seq_attention", "A decoder that looks back at its input: which characters each output reads."),

@@ -1,5 +1,4 @@
 import streamlit as st
-import torch
 
 from engine.positions.sinusoidal import (TABLE_EPS, dot_products_by_offset, shift_matrix, similarity_by_offset,
                                         similarity_deviation, sinusoidal_encoding)

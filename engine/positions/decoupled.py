@@ -110,7 +110,7 @@ def mla_absorbed(h: torch.Tensor, w: MLAWeights, cfg: MLAConfig) -> MLAOutput:
     content score q^C . (W_uk c_j) = (W_uk^T q^C) . c_j, a d_c-dimensional dot product with the cache;
     rope score q^R . k_j^R uses the cached k^R, which needs no up-projection.
     """
-    T, H = h.shape[0], cfg.n_heads
+    H = cfg.n_heads
     q_c, q_r = _query_parts(h, w, cfg)
     cache = _cache(h, w, cfg)
     W_uk = w.W_uk.view(H, cfg.d_h, cfg.d_c)  # per head (d_h, d_c)

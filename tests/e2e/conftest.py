@@ -1,7 +1,8 @@
 """The real app, served by `streamlit run` on a free local port, driven by Debian's chromium.
 
 The fixtures are session-scoped: one app and one browser serve every browser-test module (a page's caches,
-warmed by one module, serve the next, as on a real server) and both are killed at the end. Helpers wait the way Streamlit's own e2e tests do.
+warmed by one test, serve the next, as on a real server) and both are killed at the end. Helpers wait the way
+Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import streamlit as st
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
 TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolbar takes
+LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
 REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
@@ -32,7 +33,7 @@ def style(fig: go.Figure, title: str, height: int) -> go.Figure:
         title=dict(text=title, font=dict(size=title_size), x=0, xref="paper", y=1, yref="paper",
                    yanchor="bottom", pad=dict(b=8)),
         font=dict(size=20 if big else 13),
-        height=int(height * (1.25 if big else 1)),
+        height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
         margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if title else TOOLBAR_PX, b=10),
         template="plotly_white",
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan

@@ -1,8 +1,8 @@
 """The real app, served by `streamlit run` on a free local port, driven by Debian's chromium.
 
-The fixtures are session-scoped: one app and one browser serve every browser-test module (a page's caches,
-warmed by one test, serve the next, as on a real server) and both are killed at the end. Helpers wait the way
-Streamlit's own e2e tests do.
+The fixtures are module-scoped: each browser-test module starts one app and one browser and kills both at its
+end (one server for all modules left a page running for good after other modules' tests twice in five
+runs). Helpers wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (`--dist loadgroup`) each browser-test module goes whole to one worker, whose one app
-    server keeps its caches warm from test to test; the AppTests fill the workers around them. The browser tests
+    """Under pytest-xdist (`--dist loadgroup`) each browser-test module goes whole to one worker, with its own
+    app server whose caches stay warm from test to test; the AppTests fill the workers around them. The browser tests
     mostly wait on the server, so one worker per module balances better than all of them on one."""
     for item in items:
         if item.get_closest_marker("e2e"):
@@ -71,7 +71,7 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url():
     """`streamlit run app.py` from the repository root in its own process group, killed at teardown."""
     port = free_port()
@@ -100,7 +100,7 @@ def app_url():
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     if not HAVE_CHROMIUM:
         pytest.skip(NO_CHROMIUM)

@@ -12,22 +12,23 @@ from ui.figures import LECTURE
 from ui.tours import BY_KEY, STOP_PARAM, TOUR_PARAM, TOURS, stop_params
 
 CLIENT_JS = (Path(__file__).parent / "client.js").read_text()
-# control rows (columns holding no figure or equation) fold two to a row on a phone instead of one under
-# another; a swipe over a chart scrolls the page (plotly's drag layer would take it)
-BASE_CSS = """<style>
-.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }
+# a row of columns that holds no figure, equation or metric: a row of controls
+CONTROL_ROW = ("[data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, "
+               "[data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stMetric']))")
+# control rows fold two to a row on a phone instead of one under another; a swipe over a chart scrolls the page
+# (plotly's drag layer would take it)
+BASE_CSS = f"""<style>
+.katex-display {{ overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }}
 /* sub- and superscripts reach a few px past KaTeX's box: room for them, so they need no scrollbar */
-.katex-display > .katex { padding: 0 6px; }
-.js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * { touch-action: pan-y !important; }
-@media (max-width: 640px) {
-  [data-testid='stMainBlockContainer'] { padding-top: 3.5rem; }
-  [data-testid='stMainBlockContainer'] h1 { font-size: 2rem; }
-  [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],
-      [data-testid='stTable'], [data-testid='stMetric'])) { flex-wrap: wrap; gap: 0.5rem; }
-  [data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, [data-testid='stDataFrame'],
-      [data-testid='stTable'], [data-testid='stMetric'])) > [data-testid='stColumn'] {
-    min-width: calc(50% - 0.25rem) !important; flex: 1 1 calc(50% - 0.25rem) !important; }
-}
+.katex-display > .katex {{ padding: 0 6px; }}
+.js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * {{ touch-action: pan-y !important; }}
+@media (max-width: 640px) {{
+  [data-testid='stMainBlockContainer'] {{ padding-top: 3.5rem; }}
+  [data-testid='stMainBlockContainer'] h1 {{ font-size: 2rem; }}
+  {CONTROL_ROW} {{ flex-wrap: wrap; gap: 0.5rem; }}
+  {CONTROL_ROW} > [data-testid='stColumn'] {{
+    min-width: calc(50% - 0.25rem) !important; flex: 1 1 calc(50% - 0.25rem) !important; }}
+}}
 </style>"""
 # projector: larger text, the page's top band and title made compact so the first figure is on the first screen
 LECTURE_CSS = """<style>

@@ -2,6 +2,10 @@
 chosen page."""
 import streamlit as st
 
+# first, before any other import: every library whole before any session's page imports one (ui/server.py);
+# on a cold server the first visitors wait here, and are told why
+with st.spinner("Starting up: importing torch and the engine, once per server (about 7 s)…"):
+    import ui.server  # noqa: F401
 from ui.catalog import pages_by_section
 from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
 from ui.page import flag_unknown_params

@@ -1,7 +1,8 @@
 """One builder per kind of figure, shared by every page. Lecture mode enlarges their text."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 import pandas  # noqa: F401
 import plotly.express as px
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
@@ -18,6 +20,25 @@ TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolb
 LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
 REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+FIGURES_KEPT = 128  # per kind of figure: the default views of every page and what visitors asked for lately
+# Every figure is made with this template, taken as plotly's default: a new figure receives it unvalidated,
+# where naming it in update_layout validates a deep copy (15 ms of the 30 a heatmap took to build).
+pio.templates.default = "plotly_white"
+
+
+def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """Build each distinct figure once per server and hand every visitor the same object: a class opening a
+    page's default view costs one build, not thirty. Callers only show it (st.plotly_chart reads a copy), so
+    sharing it between sessions is safe; the key holds the arguments and lecture mode, which sizes the text."""
+    @st.cache_resource(max_entries=FIGURES_KEPT, show_spinner=False)
+    def cached(lecture: bool, *args, **kwargs) -> go.Figure:
+        return builder(*args, **kwargs)
+
+    @functools.wraps(builder)
+    def build(*args, **kwargs) -> go.Figure:
+        return cached(lecture_mode(), *args, **kwargs)
+
+    return build
 
 
 def lecture_mode() -> bool:
@@ -35,7 +56,6 @@ def style(fig: go.Figure, title: str, height: int) -> go.Figure:
         font=dict(size=20 if big else 13),
         height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
         margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if title else TOOLBAR_PX, b=10),
-        template="plotly_white",
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
         dragmode=False,
     )
@@ -54,6 +74,7 @@ def show(fig: go.Figure) -> None:
     st.plotly_chart(fig, config={"displaylogo": False})
 
 
+@shared
 def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str], title: str = "",
             x_title: str = "", y_title: str = "", zmin: float | None = 0.0, zmax: float | None = 1.0,
             annotate: bool | None = None, height: int | None = None, colorscale: str = "Blues",
@@ -79,10 +100,13 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     return style(fig, title, height)
 
 
+@shared
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str = "", x_title: str = "",
           y_title: str = "", log_x: bool = False, log_y: bool = False, markers: bool = True,
-          dashed: Sequence[str] = (), height: int = 360) -> go.Figure:
-    """Several named curves over one x axis; names in `dashed` are drawn dashed (references)."""
+          dashed: Sequence[str] = (), height: int = 360,
+          spreads: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> go.Figure:
+    """Several named curves over one x axis; names in `dashed` are drawn dashed (references); `spreads` gives
+    a curve a bar at every x from y - below to y + above, as (below, above)."""
     fig = go.Figure()
     references = [name for name in series if name in dashed]
     for name, ys in series.items():
@@ -91,8 +115,10 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
             k = references.index(name)
             line = dict(dash=REFERENCE_DASHES[k % len(REFERENCE_DASHES)], width=2 if len(references) > 1 else 1.5,
                         color=("#333333", "#666666", "#999999")[k % 3] if len(references) > 1 else "#666666")
+        below, above = (spreads or {}).get(name, (None, None))
+        error = dict(type="data", symmetric=False, array=list(above), arrayminus=list(below)) if above else None
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=name, mode="lines+markers" if markers else "lines",
-                                 line=line))
+                                 line=line, error_y=error))
     if len(series) > 10:  # plotly's default palette has ten colours
         fig.update_layout(colorway=px.colors.qualitative.Dark24)
     # log axes labelled at powers of ten only: minor labels read as misplaced numbers
@@ -102,6 +128,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
     return style(fig, title, height)
 
 
+@shared
 def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                       curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str = "",
                       x_title: str = "", y_title: str = "", height: int = 380, equal_axes: bool = False,
@@ -131,6 +158,7 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     return style(fig, title, height)
 
 
+@shared
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: str = "", y_title: str = "",
          height: int = 320) -> go.Figure:
     """Grouped bars, one group per label and one colour per series."""
@@ -174,6 +202,7 @@ def _tree_layout(nodes: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
     return position
 
 
+@shared
 def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", height: int | None = None,
          colorscale: str = "Viridis", down: bool = False) -> go.Figure:
     """A tree drawn left to right (or top down): edges, then nodes coloured by value with their labels

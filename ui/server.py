@@ -17,6 +17,8 @@ Streamlit runs a full garbage collection after every script run, which walks eve
 with torch, sympy, gensim and plotly imported that is 380,000 objects and 250 ms of a server's CPU per visit
 and per rerun. What is imported here lives as long as the process, so it is moved out of the collector's
 sight (gc.freeze); objects made later are still collected.
+
+Last, the default views' slow results (ui/defaults.py) begin computing in the background.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from plotly.subplots import make_subplots
 
 import engine
 import ui
+from ui import defaults
 
 # loaded only where a GPU can run it (a third of a second of a cold start); sweep.py imports it there
 GPU_ONLY = {"engine.efficiency.triton_flash"}
@@ -82,3 +85,4 @@ if torch.cuda.is_available():
 _draw_each_kind()
 torch.set_num_threads(1)
 gc.freeze()
+defaults.begin()

@@ -1,22 +1,15 @@
 import streamlit as st
 
-from engine.seq2seq.dates import distracted_examples
-from engine.seq2seq.decode import MAX_OUTPUT, held_out_metrics, mean_coverage, translate
+from engine.seq2seq.decode import MAX_OUTPUT, mean_coverage, translate
 from ui import figures
+from ui.defaults import distracted_metrics
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, word_columns
 
-DISTRACTED_SEED = 20_000
 page = Page("coverage")
 weight = seq2seq_checkpoint("additive_coverage")[0].config.coverage_weight
 MODELS = {"additive": "without coverage", "additive_coverage": f"with coverage, loss weight λ = {weight}"}
-
-
-@st.cache_data(show_spinner="Decoding 1,000 distracted dates with both models…")
-def distracted_metrics() -> dict[str, dict]:
-    held_out = distracted_examples(1000, DISTRACTED_SEED)
-    return {MODELS[name]: held_out_metrics(seq2seq_checkpoint(name)[0], held_out) for name in MODELS}
 
 
 page.intro(
@@ -64,7 +57,7 @@ with page.guard():
                 "(repeats), outputs shorter (skips)")
     metrics_table({MODELS[name]: seq2seq_checkpoint(name)[1]["metrics"] for name in MODELS})
     st.markdown("**The same dates followed by a distraction** (“ at 4 pm”, “, not the 4th”, …), never seen in training")
-    distracted = distracted_metrics()
+    distracted = {MODELS[name]: metrics for name, metrics in distracted_metrics().items()}
     metrics_table(distracted)
     plain, covered = (distracted[MODELS[name]] for name in MODELS)
     st.caption(f"Coverage does its job here, skips fall from {plain['skip_rate']:.1%} to {covered['skip_rate']:.1%}, "

@@ -5,9 +5,8 @@ import streamlit as st
 from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
 from engine.decoding.ranking import ranked_hypotheses, winners
 from engine.decoding.search import search
-from engine.decoding.study import search_error_study
-from engine.seq2seq.dates import distracted_examples
 from ui import figures
+from ui.defaults import STUDY_MODEL, error_study
 from ui.loaders import decoding_model, seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
@@ -27,14 +26,6 @@ def _hover(node, hypothesis, label, tree) -> str:
         lines += [f"lp = {t['lp']:.4f}, lp* = {t['lp_star']:.4f}, cp = {t['cp']:.4f}, ep = {t['ep']:.4f}"]
         lines += [f"{RULE_NAMES[r]} = {t[r]:.4f} (rank {hypothesis.rank[r]})" for r in RULES]
     return "<br>".join(lines)
-
-
-STUDY_WIDTHS, STUDY_SEED = [1, 2, 4, 8], 30_000
-
-
-@st.cache_data(show_spinner="Exhaustive search and four beams on 30 inputs, about 2 seconds…")
-def error_study(name: str):
-    return search_error_study(seq2seq_checkpoint(name)[0], distracted_examples(30, STUDY_SEED), STUDY_WIDTHS, length=3)
 
 
 page = Page("decoding_lab")
@@ -124,11 +115,10 @@ for column, (title, matrix) in zip(columns, eq40_matrices().items()):
                                      f"{title}: cp = {shown} (β = {beta if beta else 1.0:g})", height=260))
 
 st.subheader("000 §6.1: search error or model error?")
-study_model = "dot"  # the fastest date model: exhaustive search over 15³ prefixes for 30 inputs in about 2 s
-study = error_study(study_model)
+study = error_study(STUDY_MODEL)
 figures.show(figures.lines(study.widths, {"search error: beam below the exhaustive best": study.search_error,
                                           "model error: the exhaustive best is wrong": [study.model_error] * len(study.widths)},
-                           title=f"{study.n} held-out dates with a distraction, first 3 output characters, {study_model} model",
+                           title=f"{study.n} held-out dates with a distraction, first 3 output characters, {STUDY_MODEL} model",
                            x_title="beam width W", y_title="share of inputs", dashed=["model error: the exhaustive best is wrong"]))
 st.caption("Exhaustive search over all 15³ three-character prefixes finds the sequence the model itself rates "
            "best; a beam that misses it makes a search error. When even that best is wrong, no search can help: "

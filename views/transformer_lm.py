@@ -1,9 +1,28 @@
+import numpy as np
 import streamlit as st
+import torch
 
 from engine.transformer.model import attention_maps, generate
 from ui import figures
 from ui.loaders import char_model, prompt_ids
 from ui.page import Page, equations
+
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def continuation(prompt: tuple[int, ...], n_new: int, temperature: float, top_k: int | None, seed: int) -> str:
+    """The sampled continuation, the same for every visitor who asks for it (the default one first)."""
+    model, vocab, _ = char_model("causal")
+    out = generate(model, torch.tensor([prompt]), n_new, temperature, top_k, use_cache=True, seed=seed)
+    return vocab.decode(out[0, len(prompt):].tolist())
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def prompt_attention(prompt: tuple[int, ...]) -> np.ndarray:
+    """Every layer's and head's attention over the prompt, (layers, heads, T, T)."""
+    model, _, _ = char_model("causal")
+    return torch.stack(attention_maps(model, torch.tensor(prompt))).numpy()
+
 
 page = Page("transformer_lm")
 model, vocab, extra = char_model("causal")
@@ -22,8 +41,7 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 
 with page.guard():
     ids, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)
-    out = generate(model, ids[None], n_new, temperature, top_k or None, use_cache=True, seed=seed)
-    generated = vocab.decode(out[0, len(ids):].tolist())
+    generated = continuation(tuple(ids.tolist()), n_new, temperature, top_k or None, seed)
 
     left, right = st.columns([3, 2])
     with left:  # the figure first, its controls under it: on a projector it opens on the first screen
@@ -32,11 +50,11 @@ with page.guard():
         layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
         head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
         shown = ids[-40:]  # a 40 x 40 map stays readable
-        attention = attention_maps(model, shown)[layer - 1][head - 1]  # (T, T)
+        attention = prompt_attention(tuple(shown.tolist()))[layer - 1, head - 1]  # (T, T)
         labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
         with figure_slot:
             figures.show(figures.heatmap(
-                attention.numpy(), labels, labels, annotate=False, zmax=None, height=520,
+                attention, labels, labels, annotate=False, zmax=None, height=520,
                 title=f"Attention over the prompt: layer {layer}, head {head}"
                       + (" (last 40 characters)" if len(ids) > 40 else ""),
                 x_title="key character", y_title="query character"))

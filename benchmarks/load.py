@@ -230,7 +230,8 @@ def main() -> int:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "versions": {"python": platform.python_version(), "streamlit": version("streamlit"),
                      "torch": version("torch"), "chromium": CHROMIUM},
-        "method": f"{sessions} sessions (contexts of one headless chromium) open at once on a cold `streamlit run app.py` (loopback), "
+        "method": f"{sessions} sessions (contexts of one headless chromium) open at once on a cold "
+                  "`streamlit run app.py` (loopback), "
                   "one page each from the heaviest; then, per page, server CPU (utime+stime of its process) per "
                   f"visit in a fresh browser context until the script is idle, median of {visits} after one "
                   "warm-up visit, beside a bare two-page Streamlit app measured the same way in turn",

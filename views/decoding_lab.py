@@ -116,10 +116,12 @@ for column, (title, matrix) in zip(columns, eq40_matrices().items()):
 
 st.subheader("000 §6.1: search error or model error?")
 study = error_study(STUDY_MODEL)
+MODEL_ERROR = "model error: the exhaustive best is wrong"
 figures.show(figures.lines(study.widths, {"search error: beam below the exhaustive best": study.search_error,
-                                          "model error: the exhaustive best is wrong": [study.model_error] * len(study.widths)},
-                           title=f"{study.n} held-out dates with a distraction, first 3 output characters, {STUDY_MODEL} model",
-                           x_title="beam width W", y_title="share of inputs", dashed=["model error: the exhaustive best is wrong"]))
+                                          MODEL_ERROR: [study.model_error] * len(study.widths)},
+                           title=f"{study.n} held-out dates with a distraction, first 3 output characters, "
+                                 f"{STUDY_MODEL} model",
+                           x_title="beam width W", y_title="share of inputs", dashed=[MODEL_ERROR]))
 st.caption("Exhaustive search over all 15³ three-character prefixes finds the sequence the model itself rates "
            "best; a beam that misses it makes a search error. When even that best is wrong, no search can help: "
            "the model is wrong. Here the search errors vanish already at small W and what remains is model error.")

@@ -24,6 +24,24 @@ def prompt_attention(prompt: tuple[int, ...]) -> np.ndarray:
     return torch.stack(attention_maps(model, torch.tensor(prompt))).numpy()
 
 
+@st.fragment
+def attention_panel(ids: torch.Tensor) -> None:
+    """The heatmap with its layer and head: moving either reruns only this part of the page."""
+    figure_slot = st.container()
+    a1, a2 = st.columns(2)
+    layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
+    head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
+    shown = ids[-40:]  # a 40 x 40 map stays readable
+    attention = prompt_attention(tuple(shown.tolist()))[layer - 1, head - 1]  # (T, T)
+    labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
+    with figure_slot:
+        figures.show(figures.heatmap(
+            attention, labels, labels, annotate=False, zmax=None, height=520,
+            title=f"Attention over the prompt: layer {layer}, head {head}"
+                  + (" (last 40 characters)" if len(ids) > 40 else ""),
+            x_title="key character", y_title="query character"))
+
+
 page = Page("transformer_lm")
 model, vocab, extra = char_model("causal")
 cfg = model.config
@@ -45,19 +63,7 @@ with page.guard():
 
     left, right = st.columns([3, 2])
     with left:  # the figure first, its controls under it: on a projector it opens on the first screen
-        figure_slot = st.container()
-        a1, a2 = st.columns(2)
-        layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
-        head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
-        shown = ids[-40:]  # a 40 x 40 map stays readable
-        attention = prompt_attention(tuple(shown.tolist()))[layer - 1, head - 1]  # (T, T)
-        labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
-        with figure_slot:
-            figures.show(figures.heatmap(
-                attention, labels, labels, annotate=False, zmax=None, height=520,
-                title=f"Attention over the prompt: layer {layer}, head {head}"
-                      + (" (last 40 characters)" if len(ids) > 40 else ""),
-                x_title="key character", y_title="query character"))
+        attention_panel(ids)
     with right:
         st.markdown("**Generated**")
         st.code(prompt + "⟶" + generated, language=None, wrap_lines=True)

@@ -38,8 +38,11 @@ def distracted_metrics() -> dict[str, dict]:
 def _compute_all() -> None:
     # a background thread's niceness is its own on Linux: visitors' runs come first
     os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    error_study(STUDY_MODEL)
-    distracted_metrics()
+    for compute, args in ((error_study, (STUDY_MODEL,)), (distracted_metrics, ())):
+        try:
+            compute(*args)
+        except Exception:  # noqa: BLE001  (a missing or damaged checkpoint: the page that needs it says so)
+            continue
 
 
 class _OutsideAnyPage(logging.Filter):

@@ -8,7 +8,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, SCREENSHOTS, assert_no_exception, open_url, settle
+from tests.e2e.conftest import (HAVE_CHROMIUM, NO_CHROMIUM, SCREENSHOTS, assert_no_exception, open_url, settle,
+                                wait_for_plots)
 from ui.catalog import BY_SLUG, PAGES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
@@ -159,11 +160,15 @@ def test_a_tour_is_walked_with_page_down_and_page_up(tab_at):
     tab.wait_for_url(re.compile(r"/permutation\?.*stop=1"))
     settle(tab)
     assert "Tour: Positions · 1 of 4." in tab.locator(".st-key-tour_bar").inner_text()
+    # a presenter presses the key once the page has drawn: before that (the script done, plotly still loading)
+    # Streamlit has not yet bound the buttons' shortcuts and the browser scrolls instead, 4 times in 6
+    wait_for_plots(tab)
     tab.keyboard.press("PageDown")
     tab.wait_for_url(re.compile(r"/sinusoidal\?.*stop=2"))
     settle(tab)
     assert tab.locator("h1").first.inner_text().strip() == BY_SLUG["sinusoidal"].title
     assert "2 of 4." in tab.locator(".st-key-tour_bar").inner_text()
+    wait_for_plots(tab)
     tab.keyboard.press("PageUp")
     tab.wait_for_url(re.compile(r"/permutation\?.*stop=1"))
     settle(tab)

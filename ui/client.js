@@ -62,11 +62,51 @@
       title.style.fontSize = `${size.toFixed(1)}px`;
     }
   };
+  // Every chart downloads as SVG as well as PNG: plotly's camera takes the format from the chart's config
+  // when clicked, so a second button beside it asks for SVG and clicks the camera.
+  // built node by node: with the icon's SVG markup in a string here, st.html dropped this whole script
+  const svgIcon = () => {
+    const ns = "http://www.w3.org/2000/svg";
+    const icon = document.createElementNS(ns, "svg");
+    icon.setAttribute("viewBox", "0 0 24 24");
+    icon.setAttribute("class", "icon");
+    icon.setAttribute("width", "16");
+    icon.setAttribute("height", "16");
+    const label = document.createElementNS(ns, "text");
+    for (const [name, value] of [["x", "12"], ["y", "16"], ["text-anchor", "middle"], ["font-size", "9"],
+                                 ["font-weight", "700"], ["font-family", "sans-serif"], ["fill", "currentColor"]]) {
+      label.setAttribute(name, value);
+    }
+    label.textContent = "SVG";
+    icon.append(label);
+    return icon;
+  };
+  const addSvgButtons = () => {
+    for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+      const camera = plot.querySelector(".modebar-btn[data-title^='Download plot']");
+      if (!camera || camera.parentElement.querySelector(".arc-svg")) continue;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "modebar-btn arc-svg";
+      button.rel = "tooltip";
+      button.dataset.title = "Download plot as SVG";
+      button.setAttribute("aria-label", "Download plot as SVG");
+      button.append(svgIcon());
+      button.addEventListener("click", () => {
+        const options = plot._context.toImageButtonOptions;
+        const format = options.format;
+        options.format = "svg";
+        camera.click();
+        options.format = format;
+      });
+      camera.after(button);
+    }
+  };
   let scheduled = false;
   const schedule = () => {
     if (scheduled) return;
     scheduled = true;
-    requestAnimationFrame(() => { scheduled = false; fitEquations(); fitTitles(); });
+    requestAnimationFrame(() => { scheduled = false; fitEquations(); fitTitles(); addSvgButtons(); });
   };
   new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", schedule);

@@ -39,7 +39,7 @@ with page.guard():
             ("000 eq. 99", r"V_{(i)} W_O^{(i)} = (X W_{\downarrow KV})\,(W_{\uparrow V} W_O^{(i)})"),
         )
     with left:
-        st.table({
+        st.dataframe({
             "variant": list(VARIANTS),
             "cached per token and layer": ["K, V of all h heads", f"K, V of {n_groups} groups", "one K, one V",
                                            "c^KV only"],
@@ -47,7 +47,7 @@ with page.guard():
             "against MHA": [f"{v / per_token['MHA']:.3f}×" for v in per_token.values()],
             f"MiB per layer at {CONTEXTS[-1]:,} tokens": [f"{v * CONTEXTS[-1] * BYTES / 2**20:.1f}"
                                                            for v in per_token.values()],
-        })
+        }, hide_index=True)
         measured = shared_timing(
             ("attention_variants", d_model, n_heads, n_groups, d_latent),
             lambda progress: decode_step_timings(modules, d_model, CONTEXTS, REPEATS, WARMUP, threads=THREADS),
@@ -58,12 +58,12 @@ with page.guard():
                                   y_title="ms per step", title="One decode step against the cache: median, "
                                                                "fastest to slowest run"))
         longest = {name: series[-1] for name, series in timings.items()}
-        st.table({
+        st.dataframe({
             "variant": list(VARIANTS),
             f"ms per step at {CONTEXTS[-1]:,} tokens": [f"{t.median * 1e3:.2f} ({t.spread[0] * 1e3:.2f}–"
                                                          f"{t.spread[1] * 1e3:.2f})" for t in longest.values()],
             "against MHA": [f"{t.median / longest['MHA'].median:.2f}×" for t in longest.values()],
-        })
+        }, hide_index=True)
         st.caption(f"Timings {measured.label}; in brackets the fastest and slowest run. A step projects one new "
                    "token, appends it to the cache and attends over the cache: at short contexts the fixed work "
                    "hides the cache, at long ones reading (and copying) it decides. One thread: on a shared "

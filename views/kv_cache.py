@@ -29,7 +29,7 @@ def fmt(t: torch.Tensor) -> str:
     return "[" + ", ".join(f"{x:.4g}" for x in t.tolist()) + "]"
 
 
-st.table({
+st.dataframe({
     "step t": [s.t for s in steps],
     "x_t": [fmt(EXAMPLE_X[s.t - 1]) for s in steps],
     "q_t = x_t W^Q (not cached)": [fmt(s.q) for s in steps],
@@ -39,7 +39,7 @@ st.table({
     "α_t": [fmt(s.weights) for s in steps],
     "z_t": [fmt(s.z) for s in steps],
     "|z_t − uncached|": [f"{float((s.z - s.uncached_z).abs().max()):.0e}" for s in steps],
-})
+}, hide_index=True)
 st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5, 0.5], [8.5, 0.5] as 002 lists them. "
            "The keys grow fast, so each query picks its own token almost surely.")
 
@@ -121,7 +121,7 @@ with page.guard():
             st.caption(f"Timings {measured.label}; in brackets the fastest and slowest run. One thread: on a "
                        "shared machine two threads wait for each other, and the time would be the scheduler's.")
             table[f"{n_new} steps, median (fastest–slowest)"] = [ms(timings.totals(name)) for name in table[""]]
-        st.table(table)
+        st.dataframe(table, hide_index=True)
         if measured is not None:
             figures.show(timing_lines(positions, measured.value.steps, x_title="position", y_title="ms per token",
                                       title="Time per generated token: median, fastest to slowest run"))

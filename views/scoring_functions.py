@@ -106,11 +106,11 @@ with right:
     )
 if result is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
     st.subheader("Against the worked example of 002 §2.1")
-    st.table({
+    st.dataframe({
         "quantity": ["α_t1", "α_t2", "α_t3", "c_t[1]", "c_t[2]"],
         "printed in 002": EXAMPLE_PRINTED["weights"] + EXAMPLE_PRINTED["context"],
         "computed here": [round(float(x), 4) for x in [*result.weights[0], *result.output[0]]],
-    })
+    }, hide_index=True)
     st.caption("The notes round exp(0.5)/4.8839 = 1.6487/4.8839 to 0.3374 and 2.0138/4.8839 to 0.4125; "
                "carried out exactly these are 0.3376 and 0.4123, so the context's second entry is 0.6624. "
                "Both agree to three decimals.")

@@ -38,11 +38,11 @@ with page.guard():
 
     st.subheader("The worked example of 002 §2.3.2")
     example = sinusoidal_encoding(2, 4)
-    st.table({
+    st.dataframe({
         "position": [0, 1],
         "printed in 002": ["[0, 1, 0, 1]", "[0.84147, 0.54030, 0.00999983, 0.99995]"],
         "computed here (d_model = 4, base 10000)": [", ".join(f"{x:.8g}" for x in row.tolist()) for row in example],
-    })
+    }, hide_index=True)
 
     st.subheader("Similarity depends on the offset alone")
     max_offset = min(64, max(n_positions - 1, 1))

@@ -88,7 +88,7 @@ def test_narrow_boxcar_says_where_the_curve_has_gaps():
 
 def test_scoring_page_reproduces_the_worked_example():
     at = open_page("scoring_functions", score="Dot")
-    table = at.table[0].value
+    table = at.dataframe[1].value  # after the output O
     assert list(table["printed in 002"]) == [0.3374, 0.2501, 0.4125, 0.7499, 0.6626]
     assert list(table["computed here"]) == [0.3376, 0.2501, 0.4123, 0.7499, 0.6624]
 
@@ -154,7 +154,7 @@ def test_permutation_typed_order_is_validated():
 
 def test_sinusoidal_page_reproduces_002s_example_and_offsets():
     at = open_page("sinusoidal")
-    rows = at.table[0].value["computed here (d_model = 4, base 10000)"].tolist()
+    rows = at.dataframe[0].value["computed here (d_model = 4, base 10000)"].tolist()
     assert [float(x) for x in rows[0].split(", ")] == [0, 1, 0, 1]
     assert [round(float(x), 5) for x in rows[1].split(", ")] == [0.84147, 0.5403, 0.01, 0.99995]
     assert float(rows[1].split(", ")[2]) == pytest.approx(0.00999983, abs=1e-8)

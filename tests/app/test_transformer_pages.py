@@ -40,7 +40,7 @@ def test_kv_cache_page_reproduces_002_and_matches_tokens():
     at = open_page("kv_cache", new="48", prompt="The fire ")
     assert len(at.code[0].value.split("⟶")[1]) == 48
     assert_clean(at)
-    table = at.table[0].value
+    table = at.dataframe[0].value
     assert list(table["k_t = x_t W^K"]) == ["[1, 4]", "[3, 10]", "[5, 16]"]
     assert list(table["v_t = x_t W^V"]) == ["[2.5, 0.5]", "[5.5, 0.5]", "[8.5, 0.5]"]
     assert "Identical tokens" in at.success[0].value
@@ -55,7 +55,7 @@ def test_kv_cache_page_counts_the_work_and_times_it_on_demand_for_everyone():
     config = char_model("causal")[0].config
     work = {use: generation_work(config, len(params["prompt"]), 8, use) for use in (True, False)}
     assert metric(at, "Scores q·k computed") == f"{work[False].scores / work[True].scores:.0f}×"
-    table = at.table[1].value
+    table = at.dataframe[1].value
     assert list(table["scores q·k computed"]) == [f"{work[True].scores:,}", f"{work[False].scores:,}"]
     assert "Not timed on this server yet" in at.info[0].value  # nothing heavy runs before the button
     at.button(key="measure").click().run()
@@ -64,7 +64,7 @@ def test_kv_cache_page_counts_the_work_and_times_it_on_demand_for_everyone():
     assert "on this server (CPU, 1 thread), median of 5 interleaved runs after 1 warm-up" in label
     assert "fastest and slowest" in label
     assert re.fullmatch(r"\d+\.\d× \(\d+\.\d–\d+\.\d\)", metric(at, "Measured speed-up"))
-    timed = list(at.table[1].value["8 steps, median (fastest–slowest)"])
+    timed = list(at.dataframe[1].value["8 steps, median (fastest–slowest)"])
     assert all(re.fullmatch(MEDIAN_AND_SPREAD, cell) for cell in timed)
     assert "Time per generated token: median, fastest to slowest run" in figures(at)
     again = open_page("kv_cache", **params)  # another visitor sees the same measurement, unasked
@@ -74,7 +74,7 @@ def test_kv_cache_page_counts_the_work_and_times_it_on_demand_for_everyone():
 def test_variants_page_counts_what_each_caches():
     at = open_page("attention_variants", C="256", h="8", g="2", dc="64")
     assert_clean(at)
-    assert list(at.table[0].value["numbers"]) == [2 * 256, 2 * 2 * 32, 2 * 32, 64]
+    assert list(at.dataframe[0].value["numbers"]) == [2 * 256, 2 * 2 * 32, 2 * 32, 64]
     assert float(metric(at, "max |absorbed")) < 1e-4
     assert at.selectbox(key="g").options == ["1", "2", "4", "8"]  # only groups that divide the heads
     at = open_page("attention_variants", h="6", g="4")
@@ -87,12 +87,12 @@ def test_variants_page_times_every_variant_in_turn_and_says_where():
     label = next(c.value for c in at.caption if c.value.startswith("Timings measured"))
     assert "on this server (CPU, 1 thread), median of 9 runs interleaved with the other variants after 2 warm-ups" \
         in label
-    steps = at.table[1].value
+    steps = at.dataframe[1].value
     assert list(steps["variant"]) == ["MHA", "GQA", "MQA", "MLA"]
     assert all(re.fullmatch(MEDIAN_AND_SPREAD, cell) for cell in steps["ms per step at 8,192 tokens"])
     assert steps["against MHA"][0] == "1.00×"
     # MHA: 2·128 numbers a token × 8,192 tokens × 4 B = 8 MiB
-    assert list(at.table[0].value["MiB per layer at 8,192 tokens"]) == ["8.0", "4.0", "2.0", "1.0"]
+    assert list(at.dataframe[0].value["MiB per layer at 8,192 tokens"]) == ["8.0", "4.0", "2.0", "1.0"]
     chart = figures(at)["One decode step against the cache: median, fastest to slowest run"]
     assert [trace["error_y"]["type"] for trace in chart["data"]] == ["data"] * 4
     at.button(key="measure").click().run()  # measures afresh: a new label, the same statements

@@ -6,6 +6,7 @@ import streamlit as st
 # on a cold server the first visitors wait here, and are told why
 with st.spinner("Starting up: importing torch and the engine, once per server (about 7 s)…"):
     import ui.server  # noqa: F401
+from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section
 from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
 from ui.page import flag_unknown_params
@@ -22,5 +23,8 @@ for section, infos in pages_by_section().items():
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
 lecture_toggle()
 tour_bar(pages)
-page.run()
+try:
+    page.run()
+except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works
+    st.error(str(error), icon=":material/broken_image:")
 flag_unknown_params()

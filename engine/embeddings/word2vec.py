@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engine import checkpoint_files
 from engine.embeddings.corpus import Vocab
 from engine.embeddings.huffman import huffman_tree
 from engine.embeddings.pairs import cbow_examples, shrunk_windows, training_pairs
@@ -206,13 +207,13 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
 
 def save_model(model: Word2VecModel, path, **extra) -> None:
     """Vectors in float16 (half the size), vocabulary and config; loads with torch.load(weights_only=True)."""
-    torch.save({"words": model.vocab.words, "counts": torch.from_numpy(model.vocab.counts),
+    checkpoint_files.save({"words": model.vocab.words, "counts": torch.from_numpy(model.vocab.counts),
                 "config": asdict(model.config), "input_vectors": model.input_vectors.half(),
                 "output_vectors": model.output_vectors.half(), "losses": model.losses, **extra}, path)
 
 
 def load_model(path) -> tuple[Word2VecModel, dict]:
-    data = torch.load(path, map_location="cpu", weights_only=True)
+    data = checkpoint_files.load(path)
     vocab = Vocab(data.pop("words"), data.pop("counts").numpy())
     model = Word2VecModel(vocab, Word2VecConfig(**data.pop("config")), data.pop("input_vectors").float(),
                           data.pop("output_vectors").float(), data.pop("losses"), fraction_done=1.0)

@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from engine import checkpoint_files
 from engine.attention.scoring import causal_mask
 
 # One (K, V) pair per layer, each (B, H, t, d): what a decoder keeps so a new token needs only its own q, k, v.
@@ -170,11 +171,11 @@ def generate(model: TransformerLM, idx: torch.Tensor, max_new_tokens: int, tempe
 
 def save_checkpoint(model: TransformerLM, path, **extra) -> None:
     """Weights, config and plain-data extras, loadable with torch.load(weights_only=True)."""
-    torch.save({"config": asdict(model.config), "state_dict": model.state_dict(), **extra}, path)
+    checkpoint_files.save({"config": asdict(model.config), "state_dict": model.state_dict(), **extra}, path)
 
 
 def load_checkpoint(path) -> tuple[TransformerLM, dict]:
-    data = torch.load(path, map_location="cpu", weights_only=True)
+    data = checkpoint_files.load(path)
     model = TransformerLM(ModelConfig(**data.pop("config")))
     model.load_state_dict(data.pop("state_dict"))
     return model.eval(), data

@@ -1,0 +1,54 @@
+"""Our shipped checkpoints on disk: saved with their sha256 written to a SHA256SUMS file beside them, and
+loaded only when the file still has it, so a truncated, altered or missing file is named and explained
+instead of failing deep inside torch's unpickler."""
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import torch
+
+MANIFEST = "SHA256SUMS"  # `sha256sum` format: "<hex digest>  <file name>" per line
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ModelFileError(RuntimeError):
+    """A model file or checkpoint that is missing or damaged; the message says which and how to restore it."""
+
+
+def _manifest(directory: Path) -> dict[str, str]:
+    path = directory / MANIFEST
+    if not path.exists():
+        return {}
+    return {name: digest for digest, name in (line.split(maxsplit=1) for line in path.read_text().splitlines())}
+
+
+def _restore(path: Path) -> str:
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return (f"restore it with `git checkout -- {where}`, or retrain it (README, “Data and models we train”); "
+            "every other page works without it")
+
+
+def save(checkpoint: dict, path: Path) -> None:
+    """torch.save, then record the file's sha256 in its directory's SHA256SUMS."""
+    path = Path(path)
+    torch.save(checkpoint, path)
+    sums = _manifest(path.parent) | {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
+    (path.parent / MANIFEST).write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())))
+
+
+def load(path: Path) -> dict:
+    """torch.load(weights_only=True) of a file whose sha256 matches its SHA256SUMS line."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFileError(f"The checkpoint {path.name} is missing: {_restore(path)}.")
+    expected = _manifest(path.parent).get(path.name)
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if expected is None:
+        raise ModelFileError(f"The checkpoint {path.name} has no sha256 in {MANIFEST} beside it: {_restore(path)}.")
+    if digest != expected:
+        raise ModelFileError(f"The checkpoint {path.name} is damaged ({len(data):,} bytes, sha256 {digest[:12]}…, "
+                             f"expected {expected[:12]}…): {_restore(path)}.")
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)

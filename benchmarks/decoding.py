@@ -9,7 +9,6 @@ Usage: python -m benchmarks.decoding   (writes benchmarks/results/decoding.json)
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import sys
@@ -22,6 +21,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import write_result  # noqa: E402
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper  # noqa: E402
 from engine.decoding.search import search  # noqa: E402
 from engine.seq2seq.model import load_seq2seq  # noqa: E402
@@ -76,9 +76,7 @@ def main() -> None:
               "device": f"CPU ({platform.machine()}), 1 thread",
               "versions": {"python": platform.python_version(), "torch": version("torch"), "plotly": version("plotly")},
               "per_step": rows, "tree_nodes": n_nodes, "tree_render_ms": ms}
-    out = ROOT / "benchmarks" / "results" / "decoding.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_result("decoding", result)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import platform
 import sys
 from datetime import datetime, timezone
@@ -25,8 +24,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import write_result  # noqa: E402
 from engine.efficiency import sweep, triton_flash  # noqa: E402
-from engine.efficiency.records import RESULTS  # noqa: E402
 
 CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
 # dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts
@@ -155,11 +154,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
     args = parser.parse_args()
     if torch.cuda.is_available():
-        result, out = gpu(args.quick), RESULTS / "flash_gpu.json"
+        write_result("flash_gpu", gpu(args.quick))
     else:
-        result, out = cpu(args.quick), RESULTS / "flash_cpu.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+        write_result("flash_cpu", cpu(args.quick))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import signal
@@ -27,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import finish  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -237,12 +237,7 @@ def main() -> int:
                   "warm-up visit, beside a bare two-page Streamlit app measured the same way in turn",
         "targets": TARGETS, "arrival": arrival, "summary": summary, "pages": rows, "within_targets": not failures,
     }
-    out = ROOT / "benchmarks" / "results" / "load.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
-    for failure in failures:
-        print("over target:", failure)
-    return 1 if failures else 0
+    return finish("load", result, failures)
 
 
 if __name__ == "__main__":

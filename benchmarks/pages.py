@@ -6,7 +6,6 @@ process as a server would. Targets (issue 3): warm rerun median <= 250 ms, first
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -23,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import finish  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 
 RERUNS = 20
@@ -102,12 +102,7 @@ def main() -> int:
         "targets": TARGETS, "cold_process_ms": round(cold_ms, 1), "rss_mb": round(memory, 1), "pages": rows,
         "within_targets": not failures,
     }
-    out = ROOT / "benchmarks" / "results" / "pages.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
-    for failure in failures:
-        print("over target:", failure)
-    return 1 if failures else 0
+    return finish("pages", result, failures)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ Usage: python -m benchmarks.seq2seq   (writes benchmarks/results/seq2seq.json)
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import sys
@@ -21,6 +20,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import write_result  # noqa: E402
 from engine.seq2seq.decode import translate  # noqa: E402
 from engine.seq2seq.model import load_seq2seq  # noqa: E402
 from engine.seq2seq.pointer_network import load_pointer_network  # noqa: E402
@@ -60,9 +60,7 @@ def main() -> None:
         "versions": {"python": platform.python_version(), "torch": version("torch")},
         "checkpoints": rows, "pointer_network": {"train_seconds": extra["train_seconds"], **extra["metrics"]},
     }
-    out = ROOT / "benchmarks" / "results" / "seq2seq.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_result("seq2seq", result)
 
 
 if __name__ == "__main__":

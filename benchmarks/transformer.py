@@ -11,7 +11,6 @@ Usage: python -m benchmarks.transformer   (writes benchmarks/results/transformer
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import sys
@@ -23,6 +22,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import write_result  # noqa: E402
 from engine.transformer.kv_cache import time_generation_steps  # noqa: E402
 from engine.transformer.model import load_checkpoint  # noqa: E402
 from engine.transformer.train import CHECKPOINTS  # noqa: E402
@@ -110,9 +110,7 @@ def main() -> None:
                      "warmup": VARIANT_WARMUP, "rows": rows},
         "goal_10x_at_512_met": cache_rows[-1]["ratio"] >= 10,
     }
-    out = ROOT / "benchmarks" / "results" / "transformer.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_result("transformer", result)
 
 
 if __name__ == "__main__":

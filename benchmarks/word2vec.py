@@ -11,7 +11,6 @@ Usage: python -m benchmarks.word2vec   (writes benchmarks/results/word2vec.json)
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -27,6 +26,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks import write_result  # noqa: E402
 from engine.embeddings.corpus import load_corpus  # noqa: E402
 from engine.embeddings.glove import load_glove  # noqa: E402
 from engine.embeddings.train import WIKI, gensim_word2vec, quality  # noqa: E402
@@ -90,9 +90,7 @@ def main() -> None:
         "corpus_words": sum(len(s) for s in sentences), "epochs": EPOCHS, "training": rows,
         "glove_load_s": load_s, "neighbour_query_ms": query_ms,
     }
-    out = ROOT / "benchmarks" / "results" / "word2vec.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_result("word2vec", result)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import streamlit as st
 
 # first, before any other import: every library whole before any session's page imports one (ui/server.py);
 # on a cold server the first visitors wait here, and are told why
-with st.spinner("Starting up: importing torch and the engine, once per server (about 7 s)…"):
+with st.spinner("Starting up: importing torch and the engine, once per server (about 10 s)…"):
     import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section

@@ -8,7 +8,6 @@ from ui.loaders import char_model, prompt_ids
 from ui.page import Page, equations
 
 
-
 @st.cache_data(max_entries=256, show_spinner=False)
 def continuation(prompt: tuple[int, ...], n_new: int, temperature: float, top_k: int | None, seed: int) -> str:
     """The sampled continuation, the same for every visitor who asks for it (the default one first)."""

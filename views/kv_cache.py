@@ -3,11 +3,9 @@ import statistics
 import streamlit as st
 import torch
 
-from engine.efficiency.measure import torch_threads
 from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
                                          generation_work, time_generation_steps)
-from engine.transformer.model import generate
-from ui import figures
+from ui import defaults, figures
 from ui.loaders import char_model, prompt_ids
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations
@@ -45,25 +43,11 @@ st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5,
 
 st.subheader("Generation with and without the cache")
 model, vocab, _ = char_model("causal")
-LONGEST = 128  # characters generated at most; after a long prompt the uncached steps are already slow
 REPEATS, WARMUP, THREADS = 5, 1, 1
-# the first story of the corpus: a long prefix makes the uncached steps' cost visible from the first one
-DEFAULT_PROMPT = ("Hundreds of people have been forced to vacate their homes in the Southern Highlands of New South "
-                  "Wales as strong winds today pushed a huge bushfire towards the town of Hill Top. A new blaze near "
-                  "Goulburn, south-west of Sydney, has forced the closure of the Hume Highway. ")
 c1, c2 = st.columns([3, 1])
-prompt = page.text("Prompt", "prompt", DEFAULT_PROMPT, 2000, where=c1)
+prompt = page.text("Prompt", "prompt", defaults.KV_PROMPT, 2000, where=c1)
 # 16 by default: timing each of them both ways, six times, takes a few seconds on one thread
-n_new = page.slider("Characters generated", "new", 8, LONGEST, 16, 8, where=c2)
-
-
-@st.cache_data(max_entries=16, show_spinner="Generating with and without the cache…")
-def both_ways(prompt: str, n_new: int) -> tuple[str, bool]:
-    """The text generated with the cache, and whether generating without it gave the same tokens."""
-    ids = vocab.encode(prompt)[None]  # (1, T0)
-    with torch_threads(THREADS):  # on a busy two-core server, two threads per operator wait on each other
-        cached, plain = (generate(model, ids, n_new, 0.8, use_cache=use) for use in (True, False))
-    return vocab.decode(cached[0, ids.shape[1]:].tolist()), torch.equal(cached, plain)
+n_new = page.slider("Characters generated", "new", 8, defaults.KV_LONGEST, 16, 8, where=c2)
 
 
 def ms(seconds: list[float]) -> str:
@@ -72,10 +56,14 @@ def ms(seconds: list[float]) -> str:
 
 
 with page.guard():
-    ids, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - LONGEST)
-    text, same = both_ways(prompt, n_new)
+    ids, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - defaults.KV_LONGEST)
+    # the default prompt was generated at every length as the server started; a typed one at the length asked
+    cached, plain = defaults.generated_both_ways(prompt, defaults.KV_LONGEST if prompt == defaults.KV_PROMPT
+                                                 else n_new)
+    text, same = vocab.decode(cached[:n_new]), cached[:n_new] == plain[:n_new]
     st.code(prompt + "⟶" + text, language=None, wrap_lines=True)
-    st.caption("Sampled at temperature 0.8 with one seed, so both runs draw the same random numbers.")
+    st.caption(f"Sampled at temperature {defaults.KV_TEMPERATURE} with one seed, so both runs draw the same "
+               "random numbers.")
     (st.success if same else st.error)("Identical tokens with and without the cache." if same else
                                        "The cached and uncached runs differ.")
     work = {use: generation_work(model.config, len(ids), n_new, use) for use in (True, False)}

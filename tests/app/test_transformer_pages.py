@@ -46,6 +46,25 @@ def test_kv_cache_page_reproduces_002_and_matches_tokens():
     assert "Identical tokens" in at.success[0].value
 
 
+def test_kv_cache_page_generates_the_default_prompt_at_every_length_as_the_engine_does():
+    import torch
+
+    from engine.transformer.model import generate
+    from ui import defaults
+    from ui.loaders import char_model
+
+    model, vocab, _ = char_model("causal")
+    ids = vocab.encode(defaults.KV_PROMPT)[None]  # (1, T0)
+    at = open_page("kv_cache")
+    for n_new in (16, 40):
+        at.slider(key="new").set_value(n_new).run()
+        assert_clean(at)
+        with torch.random.fork_rng():
+            expected = vocab.decode(generate(model, ids, n_new, defaults.KV_TEMPERATURE)[0, ids.shape[1]:].tolist())
+        assert at.code[0].value == defaults.KV_PROMPT + "⟶" + expected
+        assert "Identical tokens" in at.success[0].value
+
+
 def test_kv_cache_page_counts_the_work_and_times_it_on_demand_for_everyone():
     from ui.loaders import char_model
 

@@ -4,7 +4,6 @@ instead of failing deep inside torch's unpickler."""
 from __future__ import annotations
 
 import hashlib
-import io
 from pathlib import Path
 
 import torch
@@ -14,7 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class ModelFileError(RuntimeError):
-    """A model file or checkpoint that is missing or damaged; the message says which and how to restore it."""
+    """A model, data file or checkpoint that is missing or damaged; the message says which and how to restore it."""
+
+
+def check_file(path: Path, expected: str, what: str, restore: str) -> None:
+    """A ModelFileError naming `what` and how to `restore` it unless `path` exists with sha256 `expected`."""
+    if not path.exists():
+        raise ModelFileError(f"{what} is missing: {restore}.")
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    if digest != expected:
+        raise ModelFileError(f"{what} is damaged ({path.stat().st_size:,} bytes, sha256 {digest[:12]}…, "
+                             f"expected {expected[:12]}…): {restore}.")
 
 
 def _manifest(directory: Path) -> dict[str, str]:
@@ -41,14 +51,8 @@ def save(checkpoint: dict, path: Path) -> None:
 def load(path: Path) -> dict:
     """torch.load(weights_only=True) of a file whose sha256 matches its SHA256SUMS line."""
     path = Path(path)
-    if not path.exists():
-        raise ModelFileError(f"The checkpoint {path.name} is missing: {_restore(path)}.")
     expected = _manifest(path.parent).get(path.name)
-    data = path.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    if expected is None:
+    if expected is None and path.exists():
         raise ModelFileError(f"The checkpoint {path.name} has no sha256 in {MANIFEST} beside it: {_restore(path)}.")
-    if digest != expected:
-        raise ModelFileError(f"The checkpoint {path.name} is damaged ({len(data):,} bytes, sha256 {digest[:12]}…, "
-                             f"expected {expected[:12]}…): {_restore(path)}.")
-    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    check_file(path, expected, f"The checkpoint {path.name}", _restore(path))
+    return torch.load(path, map_location="cpu", weights_only=True)

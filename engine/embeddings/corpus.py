@@ -6,20 +6,18 @@ dump by gensim's WikiCorpus). Users may also paste their own text.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-CORPORA = {
-    # name: (file in gensim's test data, sha256)
-    "lee": ("lee_background.cor", "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"),
-    "wikipedia": ("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
-                  "a53f4648dec40467ebdcbc7a1307eddb51fe6e28e9309f6ebde81ba0d04bea2d"),
+from engine.gensim_data import gensim_file
+
+CORPORA = {  # name: its file in gensim's test data
+    "lee": "lee_background.cor",
+    "wikipedia": "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
 }
 CHUNK = 1000  # words per training "sentence": gensim truncates longer ones, so both trainers see the same text
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # letters, with one inner apostrophe ("don't")
@@ -35,23 +33,12 @@ def chunked(sentences: list[list[str]], size: int = CHUNK) -> list[list[str]]:
     return [s[i:i + size] for s in sentences for i in range(0, len(s), size)]
 
 
-def _checked_path(name: str) -> Path:
-    from gensim.test.utils import datapath  # late: the app only needs gensim when a corpus is read
-
-    file_name, expected = CORPORA[name]
-    path = Path(datapath(file_name))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != expected:
-        raise ValueError(f"{file_name} has sha256 {digest}, expected {expected}")
-    return path
-
-
 @lru_cache(maxsize=2)
 def load_corpus(name: str) -> tuple[tuple[str, ...], ...]:
     """A shipped corpus as sentences of words (tuples, so the cached value cannot be mutated)."""
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
-    path = _checked_path(name)
+    path = gensim_file(CORPORA[name])
     if name == "lee":
         sentences = tokenize(path.read_text(encoding="utf-8"))
     else:

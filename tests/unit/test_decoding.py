@@ -125,10 +125,20 @@ def test_with_no_penalties_every_rule_is_the_raw_log_probability():
 
 
 def test_length_normalisation_can_change_the_winner():
-    tree = search(ToyModel(3, 3), "exhaustive", 0, 5)
+    # seed 10: the most likely finished sequence is EOS alone, and the rules disagree about it
+    tree = search(ToyModel(3, 10), "exhaustive", 0, 5)
     found = ranked_hypotheses(tree, Scoring(alpha=2.0), source_length=1)
-    lengths = {rule: len(tree.tokens(node)) for rule, node in winners(found).items()}
-    assert lengths["mean"] >= lengths["raw"]  # dividing by |Y|^α favours longer outputs
+    chosen = {rule: tuple(tree.tokens(node)) for rule, node in winners(found).items()}
+    # the rules by hand over every finished sequence: eq. 31, eq. 32 with |Y|^α, eq. 34 with eq. 35's lp
+    finished = [(tuple(tree.tokens(n.id)), n.cum_log_p) for n in tree.finished]
+    by_hand = {
+        "raw": max(finished, key=lambda f: f[1])[0],
+        "mean": max(finished, key=lambda f: f[1] / len(f[0]) ** 2.0)[0],
+        "gnmt": max(finished, key=lambda f: f[1] / ((5 + len(f[0])) / 6) ** 2.0)[0],
+    }
+    assert {rule: chosen[rule] for rule in by_hand} == by_hand
+    assert len(chosen["raw"]) == 1 and len(chosen["mean"]) > 1  # dividing by |Y|^α favours the longer output
+    assert chosen["gnmt"] != chosen["mean"]  # eq. 35's (5 + |Y|) softens it: here too little to switch
 
 
 def test_language_model_stepper_with_its_cache_equals_rereading_the_prefix():

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from engine.transformer.model import CausalSelfAttention, ModelConfig, TransformerLM, generate, sample_next
 from engine.transformer.variants import GroupedQueryAttention, LatentAttention, build_variant, VARIANTS
@@ -68,6 +69,23 @@ def test_sampling_rules():
 def test_context_window_is_enforced():
     with pytest.raises(ValueError, match="context window"):
         generate(model(), torch.zeros(1, 30, dtype=torch.long), 20)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_models_attention_equals_torch_sdpa_with_and_without_a_cache(causal):
+    torch.manual_seed(5)
+    attention = CausalSelfAttention(ModelConfig(**{**CFG.__dict__, "causal": causal})).eval()
+    x = torch.randn(2, 9, 32)  # (B, T, C)
+    q, k, v = (t.view(2, 9, 4, 8).transpose(1, 2) for t in attention.qkv(x).split(32, dim=2))  # (B, H, T, d)
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, T, d)
+    expected = attention.proj(heads.transpose(1, 2).reshape(2, 9, 32))
+    y, weights, _ = attention(x)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 9))
+    if causal:  # the last 3 queries against a cache of the first 6 tokens: rows 6..8 of the full causal map
+        _, _, cache = attention(x[:, :6])
+        y_cached, _, _ = attention(x[:, 6:], cache)
+        torch.testing.assert_close(y_cached, expected[:, 6:], atol=1e-5, rtol=1e-5)
 
 
 def test_gqa_with_g_equal_h_is_the_models_multi_head_attention():

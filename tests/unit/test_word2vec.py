@@ -11,7 +11,7 @@ from engine.embeddings.huffman import huffman_tree, path_log_terms, vocabulary_d
 from engine.embeddings.pairs import cbow_examples, one_hot, skipgram_pairs, training_pairs, windows
 from engine.embeddings.softmax import (context_distribution, full_softmax_step, log_prob_gradient,
                                        negative_sampling_objective, pair_log_probs)
-from engine.embeddings.word2vec import Word2VecConfig, _Objective, load_model, save_model, train
+from engine.embeddings.word2vec import NOISE_TABLE, Word2VecConfig, _Objective, load_model, save_model, train
 
 
 def test_eq6_pairs_of_the_cat_sit_on_the_mat():
@@ -130,22 +130,40 @@ def test_batched_updates_equal_autograd(objective):
     step = _Objective(vocab, config, W_out.clone(), torch.Generator().manual_seed(7))
     loss, grad_h = step.step(h, words, lr=0.1)
     leaf_h, leaf_W = h.clone().requires_grad_(True), W_out.clone().requires_grad_(True)
-    reference = _reference_loss(objective, step, leaf_h, leaf_W, words, torch.Generator().manual_seed(7))
+    reference = _reference_loss(objective, step, vocab, leaf_h, leaf_W, words, torch.Generator().manual_seed(7))
     d_h, d_W = torch.autograd.grad(-reference, (leaf_h, leaf_W))
     assert abs(loss - reference.item()) < 1e-9
     assert torch.allclose(grad_h, 0.1 * d_h, atol=1e-12)
     assert torch.allclose(step.W_out, W_out + 0.1 * d_W, atol=1e-12)
 
 
-def _reference_loss(objective, step, h, W, words, generator):
-    """−log-likelihood written from the equations, one example at a time."""
+def _gensims_vocabulary(vocab: Vocab):
+    """gensim's Word2Vec vocabulary for the same word counts: its Huffman codes and points, and its noise table."""
+    from gensim.models import Word2Vec
+
+    theirs = Word2Vec(vector_size=6, min_count=1, hs=1, negative=4)
+    theirs.build_vocab([[word] * int(count) for word, count in zip(vocab.words, vocab.counts)])
+    assert list(theirs.wv.index_to_key) == vocab.words
+    return theirs
+
+
+def _reference_loss(objective, step, vocab, h, W, words, generator):
+    """−log-likelihood written from the equations, one example at a time, with gensim's tree and noise table
+    rather than the ones of the object under test."""
     if objective == "softmax":
         return -sum(torch.log_softmax(W @ h[i], 0)[w] for i, w in enumerate(words))
-    if objective == "hierarchical":
-        return -sum(F.logsigmoid(step.path_signs[w] * (W[step.path_points[w]] @ h[i]))[step.path_mask[w]].sum()
-                    for i, w in enumerate(words))
+    theirs = _gensims_vocabulary(vocab)
+    if objective == "hierarchical":  # eq. 24: σ(h·u_n) for a 0 in the code, σ(−h·u_n) for a 1
+        total = 0
+        for i, w in enumerate(words.tolist()):
+            codes, points = theirs.wv.get_vecattr(w, "code"), theirs.wv.get_vecattr(w, "point")
+            total = total - sum(F.logsigmoid((1 - 2 * int(c)) * (W[int(n)] @ h[i])) for c, n in zip(codes, points))
+        return total
+    # the same uniform draws as the step, each looked up in gensim's cumulative noise table (P_n ∝ count^0.75)
     k = step.config.negatives
-    noise = step.noise_table[torch.randint(len(step.noise_table), (len(words) * k,), generator=generator)].view(-1, k)
+    draws = torch.randint(NOISE_TABLE, (len(words) * k,), generator=generator)
+    quantiles = (draws.numpy() + 0.5) / NOISE_TABLE
+    noise = torch.from_numpy(np.searchsorted(theirs.cum_table / theirs.cum_table[-1], quantiles)).view(-1, k)
     total = 0
     for i, w in enumerate(words):
         drawn = noise[i][noise[i] != w]

@@ -6,6 +6,8 @@ import re
 
 import numpy as np
 
+from engine.errors import InputError
+
 MAX_TYPED_ROWS = 12  # a typed matrix is for reading by eye; beyond this use random inputs
 MAX_TOKENS = 16  # attention maps stop being readable past this many tokens
 
@@ -14,21 +16,21 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
     """Rows separated by ';' or new lines, numbers by spaces or commas: '1 0; 0 1' -> (2, 2)."""
     rows = [r for r in re.split(r"[;\n]", text) if r.strip()]
     if not rows:
-        raise ValueError(f"{name} is empty: type rows such as `1 0; 0 1`")
+        raise InputError(f"{name} is empty: type rows such as `1 0; 0 1`")
     if len(rows) > MAX_TYPED_ROWS:
-        raise ValueError(f"{name} has {len(rows)} rows; type at most {MAX_TYPED_ROWS}")
+        raise InputError(f"{name} has {len(rows)} rows; type at most {MAX_TYPED_ROWS}")
     parsed = []
     for i, row in enumerate(rows, start=1):
         try:
             numbers = [float(x) for x in re.split(r"[,\s]+", row.strip())]
         except ValueError:
-            raise ValueError(f"{name}, row {i}: `{row.strip()[:30]}` is not a list of numbers") from None
+            raise InputError(f"{name}, row {i}: `{row.strip()[:30]}` is not a list of numbers") from None
         if not all(math.isfinite(x) for x in numbers):
-            raise ValueError(f"{name}, row {i}: entries must be finite numbers (no nan or inf)")
+            raise InputError(f"{name}, row {i}: entries must be finite numbers (no nan or inf)")
         parsed.append(numbers)
     widths = {len(r) for r in parsed}
     if len(widths) > 1:
-        raise ValueError(f"{name}: rows have different lengths {sorted(widths)}; every row needs the same count")
+        raise InputError(f"{name}: rows have different lengths {sorted(widths)}; every row needs the same count")
     return np.array(parsed)
 
 
@@ -41,9 +43,9 @@ def parse_tokens(text: str) -> list[str]:
     """Whitespace-separated tokens of a sentence, at most MAX_TOKENS."""
     tokens = text.split()
     if not tokens:
-        raise ValueError("the sentence is empty: type a few words")
+        raise InputError("the sentence is empty: type a few words")
     if len(tokens) > MAX_TOKENS:
-        raise ValueError(f"the sentence has {len(tokens)} tokens; use at most {MAX_TOKENS} so the map stays readable")
+        raise InputError(f"the sentence has {len(tokens)} tokens; use at most {MAX_TOKENS} so the map stays readable")
     return tokens
 
 
@@ -52,9 +54,9 @@ def parse_order(text: str, n: int) -> list[int]:
     try:
         order = [int(x) for x in re.split(r"[,\s]+", text.strip()) if x]
     except ValueError:
-        raise ValueError(f"`{text[:30]}` is not a list of whole numbers such as `2 0 1`") from None
+        raise InputError(f"`{text[:30]}` is not a list of whole numbers such as `2 0 1`") from None
     if len(order) != n:
-        raise ValueError(f"the order names {len(order)} positions but the sentence has {n} tokens")
+        raise InputError(f"the order names {len(order)} positions but the sentence has {n} tokens")
     return order
 
 
@@ -65,11 +67,11 @@ def parse_numbers(text: str, most: int = 40) -> list[float]:
         values = [float(t) for t in tokens]
     except ValueError:
         bad = next(t for t in tokens if not _is_number(t))
-        raise ValueError(f"{bad[:20]!r} is not a number: type numbers separated by commas") from None
+        raise InputError(f"{bad[:20]!r} is not a number: type numbers separated by commas") from None
     if not all(math.isfinite(v) for v in values):
-        raise ValueError("numbers must be finite")
+        raise InputError("numbers must be finite")
     if len(values) > most:
-        raise ValueError(f"{len(values)} numbers: use at most {most}")
+        raise InputError(f"{len(values)} numbers: use at most {most}")
     return values
 
 

@@ -10,6 +10,7 @@ from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecModel, load_model
+from engine.errors import InputError
 from engine.seq2seq.model import Seq2Seq, load_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
 from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
@@ -29,7 +30,7 @@ def char_model(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
 def prompt_ids(page, text: str, vocab: CharVocab, limit: int):
     """Encode a typed prompt, saying on the page what was dropped or replaced."""
     if not text:
-        raise ValueError("the prompt is empty: type a few words")
+        raise InputError("the prompt is empty: type a few words")
     if len(text) > limit:
         page.notice(f"The prompt has {len(text)} characters; only its last {limit} are used.")
         text = text[-limit:]
@@ -100,5 +101,5 @@ def decoding_model(name: str, text: str, page):
 @st.cache_data(show_spinner=False)
 def flash_results(machine: str) -> dict | None:
     """benchmarks/results/flash_<machine>.json ("cpu" or "gpu") as `python -m benchmarks.flash` wrote it, or
-    None when nothing is recorded; a broken file raises ValueError with the reason."""
+    None when nothing is recorded; a broken file raises ModelFileError with the reason."""
     return records.load_results(records.RESULTS / f"flash_{machine}.json")

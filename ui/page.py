@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from engine.checkpoint_files import ModelFileError
+from engine.errors import InputError
 from ui.catalog import BY_SLUG, SOURCE_CODES
 from ui.figures import lecture_mode
 from ui.tours import STOP_PARAM, TOUR_PARAM
@@ -103,11 +105,14 @@ class Page:
 
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:
-        """Show a ValueError from the engine as a short warning; the rest of the page goes on."""
+        """Input the user can fix shows as a short warning, a missing or damaged file as an error naming it;
+        the rest of the page goes on. Any other exception is a bug and is left to surface."""
         try:
             yield
-        except ValueError as error:
+        except InputError as error:
             st.warning(str(error), icon=":material/warning:")
+        except ModelFileError as error:
+            st.error(str(error), icon=":material/broken_image:")
 
 
 def equations(*items: tuple[str, str]) -> None:

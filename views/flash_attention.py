@@ -5,6 +5,7 @@ import streamlit as st
 from engine.efficiency import traffic
 from engine.efficiency.flash import TileStep, tile_kind, tiled_example
 from engine.efficiency.sweep import LENGTHS, NAIVE, TILED, format_bytes, peak_memory_by_length
+from engine.errors import InputError
 from ui import figures
 from ui.efficiency import by_method, recorded_label, tile_figure
 from ui.loaders import flash_results
@@ -39,7 +40,7 @@ def example(N: int, B_r: int, B_c: int, causal: bool, seed: int) -> tuple[list[T
 with page.guard():
     T_r, T_c = math.ceil(N / B_r), math.ceil(N / B_c)
     if T_r * T_c > MAX_TILES:
-        raise ValueError(f"{T_r} × {T_c} = {T_r * T_c} tiles: the grid is drawn for at most {MAX_TILES}; take "
+        raise InputError(f"{T_r} × {T_c} = {T_r * T_c} tiles: the grid is drawn for at most {MAX_TILES}; take "
                          "larger blocks")
     record, checks = example(N, B_r, B_c, causal, seed)
     kinds = [[tile_kind(i, j, B_r, B_c, N, causal) for j in range(T_c)] for i in range(T_r)]
@@ -124,7 +125,7 @@ def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None
     """Peak memory from the recorded CPU benchmark, so the first paint measures nothing."""
     recorded = flash_results("cpu")
     if recorded is None:
-        raise ValueError("no CPU benchmark is recorded yet: switch on “Measure here”")
+        raise InputError("no CPU benchmark is recorded yet: switch on “Measure here”")
     lengths, peaks = by_method([r for r in recorded["rows"] if r["causal"] == causal], "peak_mib")
     return lengths, peaks, recorded_label(recorded)
 

@@ -3,6 +3,7 @@ import random
 import streamlit as st
 import torch
 
+from engine.errors import InputError
 from engine.transformer.objectives import causal_targets, mlm_batch, positionwise_loss, shuffle_words
 from ui import figures
 from ui.loaders import char_model, finetuned_classifier, prompt_ids
@@ -27,7 +28,7 @@ mlm, _, _ = char_model("mlm")
 with page.guard():
     ids, sentence = prompt_ids(page, sentence, vocab, causal_lm.config.max_seq_len - 1)
     if len(ids) < 2:
-        raise ValueError("type at least two characters: the causal loss predicts each one from the one before")
+        raise InputError("type at least two characters: the causal loss predicts each one from the one before")
     inputs, targets = causal_targets(ids[None])
     with torch.no_grad():
         causal = positionwise_loss(causal_lm, inputs[0], targets[0])

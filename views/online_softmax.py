@@ -3,6 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.efficiency.online_softmax import naive_softmax, online_attention, online_softmax, three_pass_softmax
+from engine.errors import InputError
 from ui import figures
 from ui.efficiency import online_softmax_figure, output_figure
 from ui.inputs import parse_numbers
@@ -35,7 +36,7 @@ with page.guard():
     if source == "Typed":
         x = torch.tensor(parse_numbers(typed, MAX_LOGITS))
         if len(x) == 0:
-            raise ValueError("type at least one logit, for example `1, 1000, 2`")
+            raise InputError("type at least one logit, for example `1, 1000, 2`")
     else:
         x = torch.randn(n, generator=torch.Generator().manual_seed(seed)) * float(magnitude)
     N = len(x)

@@ -1,6 +1,7 @@
 import streamlit as st
 import torch
 
+from engine.errors import InputError
 from engine.seq2seq.pointer_network import number_sets
 from ui import figures
 from ui.inputs import parse_numbers
@@ -24,7 +25,7 @@ with page.guard():
     else:
         numbers = number_sets(1, n, torch.Generator().manual_seed(seed))
     if numbers.shape[1] < 2:
-        raise ValueError("type at least two numbers")
+        raise InputError("type at least two numbers")
     with torch.no_grad():
         log_probs, picks = model(numbers)
     order = picks[0].tolist()

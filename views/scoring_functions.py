@@ -3,6 +3,7 @@ import streamlit as st
 import torch
 
 from engine.attention import scoring
+from engine.errors import InputError
 from ui import figures
 from ui.inputs import format_matrix, parse_matrix
 from ui.page import Page, equations
@@ -61,9 +62,9 @@ with page.guard():
         Q, K, V = EXAMPLE_Q, EXAMPLE_K, EXAMPLE_K
     m = K.shape[0]
     if m > MAX_KEYS:
-        raise ValueError(f"K has {m} keys; this page shows at most {MAX_KEYS}")
+        raise InputError(f"K has {m} keys; this page shows at most {MAX_KEYS}")
     if padding >= m:
-        raise ValueError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
+        raise InputError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
     with st.expander("Parameters of general and additive scoring"):
         p1, p2 = st.columns(2)
         hidden = page.slider("Hidden size h of additive scoring", "hidden", 1, 16, 4, where=p1)

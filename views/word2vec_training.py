@@ -3,6 +3,7 @@ import streamlit as st
 from engine.embeddings.corpus import Vocab, chunked, tokenize
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecConfig, train
+from engine.errors import InputError
 from ui import figures
 from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
@@ -54,9 +55,9 @@ config = Word2VecConfig(architecture, objective, dim, window, k, min_count=min_c
 n_words = sum(len(s) for s in sentences)
 with page.guard():
     if objective == "negative" and k == 0:
-        raise ValueError("Negative sampling needs at least one noise word per pair: set k ≥ 1.")
+        raise InputError("Negative sampling needs at least one noise word per pair: set k ≥ 1.")
     if n_words == 0:
-        raise ValueError("Paste some text to train on: the corpus is empty.")
+        raise InputError("Paste some text to train on: the corpus is empty.")
     vocab = Vocab.build(sentences, min_count) if source == "pasted" else corpus_vocab(source, min_count)
     left, right = st.columns([3, 2])
     with right:

@@ -12,6 +12,7 @@ import torch
 
 from engine.attention.multihead import MultiHeadWeights
 from engine.attention.scoring import attention
+from engine.errors import InputError
 from engine.positions.rope import apply_rope
 from engine.positions.sinusoidal import sinusoidal_encoding
 
@@ -32,7 +33,7 @@ def permutation_matrix(order: list[int]) -> torch.Tensor:
     """P with (P X)[i] = X[order[i]]; order must be a permutation of 0..n-1."""
     n = len(order)
     if sorted(order) != list(range(n)):
-        raise ValueError(f"{order} is not a permutation of 0..{n - 1}: each position must appear once")
+        raise InputError(f"{order} is not a permutation of 0..{n - 1}: each position must appear once")
     P = torch.zeros(n, n)
     P[torch.arange(n), torch.tensor(order, dtype=torch.long)] = 1.0
     return P

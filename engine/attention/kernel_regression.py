@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 KERNELS = ("gaussian", "boxcar", "epanechnikov")
 
 
@@ -19,7 +21,7 @@ def kernel(name: str, distance: torch.Tensor, bandwidth: float) -> torch.Tensor:
     Constant factors (1/sqrt(2 pi), 1/2, 3/4) are dropped: they cancel in f(q).
     """
     if bandwidth <= 0:
-        raise ValueError(f"the bandwidth must be positive, got {bandwidth}")
+        raise InputError(f"the bandwidth must be positive, got {bandwidth}")
     u = distance / bandwidth
     if name == "gaussian":
         return torch.exp(-0.5 * u**2)
@@ -65,7 +67,7 @@ class RegressionData:
 def make_regression_data(n_train: int, noise: float, seed: int, n_query: int = 51) -> RegressionData:
     """Seeded noisy samples of `true_function` on [0, 5)."""
     if n_train < 1:
-        raise ValueError("need at least one training point")
+        raise InputError("need at least one training point")
     g = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=g) * 5)
     y_train = true_function(x_train) + noise * torch.randn(n_train, generator=g)

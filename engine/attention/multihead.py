@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.attention.scoring import attention, single_query_attention
+from engine.errors import InputError
 
 
 @dataclass
@@ -33,7 +34,7 @@ def check_heads(d_model: int, n_heads: int) -> None:
     """000 eq. 69: d_k * h = d_model, so h must divide d_model."""
     if n_heads < 1 or d_model % n_heads:
         divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
-        raise ValueError(
+        raise InputError(
             f"{n_heads} heads do not divide d_model = {d_model}; choose one of {', '.join(map(str, divisors))}"
         )
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 DRAW_CHUNK = 128  # draws per batched matmul: keeps (chunk, m, d_k) under ~35 MB at d_k = 1024
 
 
@@ -69,7 +71,7 @@ def nested_logits(dims: list[int], n_keys: int, n_draws: int, generator: torch.G
 def scaling_study(max_log2_d: int, n_keys: int, n_draws: int, seed: int) -> ScalingStudy:
     """Measure raw and 1/sqrt(d_k)-scaled logits for d_k = 1, 2, 4, ..., 2^max_log2_d."""
     if n_keys < 2:
-        raise ValueError("need at least two keys for a softmax to choose between")
+        raise InputError("need at least two keys for a softmax to choose between")
     dims = [2**i for i in range(max_log2_d + 1)]
     study = ScalingStudy(dims, {"raw": [], "scaled": []}, {"raw": [], "scaled": []},
                          {"raw": [], "scaled": []}, {"raw": [], "scaled": []})

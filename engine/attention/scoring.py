@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 SCORING_FUNCTIONS = ("dot", "scaled_dot", "general", "additive")
 
 # 001 §1.4 fills padded positions with -1e6 rather than -inf: exp(-1e6 - max) underflows
@@ -48,7 +50,7 @@ def scores(Q: torch.Tensor, K: torch.Tensor, kind: str, params: ScoringParams | 
     if kind not in SCORING_FUNCTIONS:
         raise ValueError(f"unknown scoring function {kind!r}; choose one of {', '.join(SCORING_FUNCTIONS)}")
     if kind in ("dot", "scaled_dot") and Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
+        raise InputError(
             f"{kind} scoring needs queries and keys of the same width, got d_q = {Q.shape[-1]} "
             f"and d_k = {K.shape[-1]}; general or additive scoring accept different widths"
         )
@@ -78,7 +80,7 @@ def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None = None)
     m = scores.shape[-1]
     valid_lens = torch.as_tensor(valid_lens, device=scores.device)
     if bool((valid_lens < 1).any()) or bool((valid_lens > m).any()):
-        raise ValueError(f"valid lengths must lie in 1..{m}, got {valid_lens.tolist()}")
+        raise InputError(f"valid lengths must lie in 1..{m}, got {valid_lens.tolist()}")
     positions = torch.arange(m, device=scores.device)  # (m,)
     keep = positions < valid_lens.expand(scores.shape[:-1])[..., None]  # (..., n, m)
     return torch.softmax(scores.masked_fill(~keep, MASK_FILL), dim=-1)
@@ -107,7 +109,7 @@ def attention(
 ) -> AttentionResult:
     """Attention pooling softmax(score(Q, K)) V (001 §1.2, 000 eq. 62): one row per query."""
     if K.shape[0] != V.shape[0]:
-        raise ValueError(f"K has {K.shape[0]} rows but V has {V.shape[0]}: every key needs one value")
+        raise InputError(f"K has {K.shape[0]} rows but V has {V.shape[0]}: every key needs one value")
     logits = scores(Q, K, kind, params)
     weights = masked_softmax(logits, valid_lens)
     return AttentionResult(scores=logits, weights=weights, output=weights @ V.float())

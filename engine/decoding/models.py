@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.errors import InputError
 from engine.seq2seq.dates import BOS, EOS, MAX_SOURCE, TARGET, Example, batch, decode_target
 from engine.seq2seq.model import Memory, Seq2Seq
 from engine.transformer.model import TransformerLM
@@ -15,7 +16,7 @@ class Seq2SeqStepper:
 
     def __init__(self, model: Seq2Seq, text: str):
         if not text.strip():
-            raise ValueError("type an input to decode: it is empty")
+            raise InputError("type an input to decode: it is empty")
         self.model, self.source = model, text.lower()[:MAX_SOURCE]
         self.bos, self.eos, self.vocab_size = TARGET.index[BOS], TARGET.index[EOS], model.output_size
         self.source_length = len(self.source)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 RULES = ("raw", "mean", "gnmt", "gnmt_star")
 
 
@@ -42,7 +44,7 @@ class Scoring:
 
     def __post_init__(self):
         if self.alpha < 0 or self.beta < 0 or self.gamma < 0:
-            raise ValueError("α, β and γ must not be negative: each is the strength of a penalty or bonus")
+            raise InputError("α, β and γ must not be negative: each is the strength of a penalty or bonus")
 
     def terms(self, log_p: float, length: int, attention: torch.Tensor | None, source_length: int) -> dict:
         """Every term and every rule's score for one finished hypothesis of `length` tokens."""

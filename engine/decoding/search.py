@@ -14,6 +14,8 @@ from typing import Protocol
 
 import torch
 
+from engine.errors import InputError
+
 MAX_EXPANSIONS = 200_000  # exhaustive search refuses trees larger than this
 
 
@@ -71,20 +73,20 @@ def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: 
     """method "greedy" (width 1), "beam" (width W) or "exhaustive" (every prefix kept). The tree holds every
     survivor and, per step, the best `pruned_shown` of the dropped candidates (None: all of them)."""
     if max_len < 1:
-        raise ValueError("the maximum length must be at least 1")
+        raise InputError("the maximum length must be at least 1")
     if method == "exhaustive":
         count = sum(model.vocab_size ** t for t in range(1, max_len + 1))
         if count > MAX_EXPANSIONS:
-            raise ValueError(f"exhaustive search would expand {count:,} nodes ({model.vocab_size} tokens, "
+            raise InputError(f"exhaustive search would expand {count:,} nodes ({model.vocab_size} tokens, "
                              f"depth {max_len}); at most {MAX_EXPANSIONS:,}: lower the maximum length")
         width = None
     elif method == "greedy":
         width = 1
     elif method == "beam":
         if width < 1:
-            raise ValueError("the beam width W must be at least 1")
+            raise InputError("the beam width W must be at least 1")
         if width > model.vocab_size:
-            raise ValueError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): at most {model.vocab_size}")
+            raise InputError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): at most {model.vocab_size}")
     else:
         raise ValueError(f"unknown method {method!r}")
     return _expand(model, method, width, max_len, pruned_shown)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.attention.scoring import causal_mask
+from engine.errors import InputError
 
 
 def _scale(Q: torch.Tensor, scale: float | None) -> float:
@@ -33,11 +34,11 @@ def _check(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool, B_r:
     if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
         raise ValueError(f"shapes do not fit: Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}")
     if Q.shape[-2] == 0 or K.shape[-2] == 0:
-        raise ValueError("attention needs at least one query and one key")
+        raise InputError("attention needs at least one query and one key")
     if causal and Q.shape[-2] != K.shape[-2]:
-        raise ValueError("causal attention here needs as many queries as keys")
+        raise InputError("causal attention here needs as many queries as keys")
     if B_r < 1 or B_c < 1:
-        raise ValueError(f"block sizes must be at least 1, got B_r = {B_r}, B_c = {B_c}")
+        raise InputError(f"block sizes must be at least 1, got B_r = {B_r}, B_c = {B_c}")
 
 
 def _mask_tile(S: torch.Tensor, r0: int, c0: int) -> torch.Tensor:

@@ -20,6 +20,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from engine.errors import InputError
+
 
 class _LiveTensorBytes(TorchDispatchMode):
     """Counts the bytes of storages created inside the mode while they are alive, and the highest sum."""
@@ -109,7 +111,7 @@ def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int =
     """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
     on a shared machine falls on all of them rather than on one. On CUDA, events time the GPU's work."""
     if repeats < 1:
-        raise ValueError("repeats must be at least 1")
+        raise InputError("repeats must be at least 1")
 
     order: Sequence[str] = list(candidates)
     for _ in range(warmup):

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 
 @dataclass
 class SoftmaxTrace:
@@ -33,7 +35,7 @@ class AttentionTrace:
 
 def _logits(x: torch.Tensor) -> torch.Tensor:
     if x.dim() != 1 or x.numel() == 0:
-        raise ValueError("the logits must be a non-empty vector")
+        raise InputError("the logits must be a non-empty vector")
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
@@ -113,5 +115,5 @@ def prefix_softmax(trace: SoftmaxTrace, step: int) -> torch.Tensor:
     """The online estimate after `step` logits, e^{x_j - m_step} / d_step for j ≤ step: the softmax of the
     prefix, which the remaining steps only rescale. Needs the online trace (d against the running maximum)."""
     if not 1 <= step <= len(trace.x):
-        raise ValueError(f"step must be from 1 to {len(trace.x)}")
+        raise InputError(f"step must be from 1 to {len(trace.x)}")
     return torch.exp(trace.x[:step] - trace.m[step - 1]) / trace.d[step - 1]

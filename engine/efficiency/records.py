@@ -5,6 +5,7 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
+from engine.checkpoint_files import ROOT, ModelFileError
 from engine.efficiency.sweep import Point
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
@@ -38,11 +39,13 @@ def validate(data: object) -> dict:
 
 
 def load_results(path: Path) -> dict | None:
-    """None when nothing is recorded yet; ValueError when the file is there but broken."""
+    """None when nothing is recorded yet; ModelFileError, saying how to restore it, when the file is there but
+    broken."""
     if not path.exists():
         return None
+    restore = (f"restore it with `git checkout -- {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}` "
+               "or rerun `python -m benchmarks.flash`")
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path.name} cannot be read: {error}") from None
-    return validate(data)
+        return validate(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError, ValueError) as error:
+        raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None

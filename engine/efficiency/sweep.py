@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from engine.efficiency.flash import flash_forward, naive_attention
 from engine.efficiency.measure import peak_memory, time_interleaved
+from engine.errors import InputError
 
 NAIVE = "naive (S, P in memory)"
 TILED = "tiled (torch, ours)"
@@ -49,7 +50,7 @@ def format_bytes(n: float) -> str:
 def check_naive_fits(batch: int, heads: int, N: int, budget: int, dtype: torch.dtype = torch.float32) -> None:
     need = naive_bytes(batch, heads, N, dtype)
     if need > budget:
-        raise ValueError(f"naive attention at N = {N:,} needs {format_bytes(need)} for S and P, more than the "
+        raise InputError(f"naive attention at N = {N:,} needs {format_bytes(need)} for S and P, more than the "
                          f"{format_bytes(budget)} allowed here; the tiled and fused runs go on")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from engine.errors import InputError
+
 STAT_BYTES = 4  # m, l and L are float32 whatever the input dtype
 
 
@@ -59,6 +61,6 @@ def check_fits(B_r: int, B_c: int, d: int, sram: int, element_bytes: int = 2) ->
     """Refuse block sizes whose working set does not fit in `sram` bytes."""
     need = sram_bytes(B_r, B_c, d, element_bytes)
     if need > sram:
-        raise ValueError(f"B_r = {B_r}, B_c = {B_c} at d = {d} need {need / 1024:.0f} KiB of SRAM per tile step, "
+        raise InputError(f"B_r = {B_r}, B_c = {B_c} at d = {d} need {need / 1024:.0f} KiB of SRAM per tile step, "
                          f"more than the {sram / 1024:.0f} KiB chosen: take smaller blocks")
 

@@ -20,6 +20,8 @@ import os
 
 import torch
 
+from engine.errors import InputError
+
 try:
     import triton
     import triton.language as tl
@@ -120,15 +122,15 @@ if triton is not None:
 def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int, causal: bool) -> None:
     """The shapes and types the kernel supports, each refused with the reason."""
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head dim {head_dim} is not supported by the kernel; use one of "
+        raise InputError(f"head dim {head_dim} is not supported by the kernel; use one of "
                          f"{', '.join(map(str, HEAD_DIMS))}")
     if dtype not in DTYPES:
-        raise ValueError(f"the kernel takes float16 or bfloat16, got {str(dtype).removeprefix('torch.')}")
+        raise InputError(f"the kernel takes float16 or bfloat16, got {str(dtype).removeprefix('torch.')}")
     for name, block in (("BLOCK_M", block_m), ("BLOCK_N", block_n)):
         if block < 16 or block & (block - 1):
-            raise ValueError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
+            raise InputError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
     if causal and block_m % block_n:
-        raise ValueError(f"causal attention needs BLOCK_N = {block_n} to divide BLOCK_M = {block_m}, so that "
+        raise InputError(f"causal attention needs BLOCK_N = {block_n} to divide BLOCK_M = {block_m}, so that "
                          "the diagonal blocks start where a query block starts")
 
 
@@ -153,7 +155,7 @@ def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
         raise ValueError("the compiled kernel takes Q, K and V on one CUDA device")
     B, H, N, d = Q.shape
     if B * H > MAX_GRID_Y:
-        raise ValueError(f"batch × heads = {B * H:,} is more than the {MAX_GRID_Y:,} programs a grid column holds")
+        raise InputError(f"batch × heads = {B * H:,} is more than the {MAX_GRID_Y:,} programs a grid column holds")
     defaults = default_launch(d)
     block_m, block_n, num_warps = block_m or defaults[0], block_n or defaults[1], num_warps or defaults[2]
     check_settings(d, Q.dtype, block_m, block_n, causal)

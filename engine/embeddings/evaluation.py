@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from engine.embeddings.vectors import ANALOGY_METHODS, WordVectors
+from engine.errors import InputError
 from engine.gensim_data import gensim_file
 
 QUESTIONS_FILE = "questions-words.txt"  # Mikolov et al. (2013): 19,544 questions in 14 sections
@@ -167,7 +168,7 @@ def word_pair_correlation(
     rated = read_word_pairs(gensim_file(PAIR_FILES[dataset]))
     known = [(a, b, s) for a, b, s in rated if a in vocab and b in vocab]
     if not known:
-        raise ValueError(f"no pair of {dataset} has both words among the first {restrict_vocab} words")
+        raise InputError(f"no pair of {dataset} has both words among the first {restrict_vocab} words")
     i, j = (np.array([vocab[p[k]] for p in known]) for k in (0, 1))  # (n,) rows of each pair
     cosine = np.einsum("nd,nd->n", vectors.unit[i], vectors.unit[j])  # (n,)
     human = np.array([s for _, _, s in known])  # (n,)

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engine.errors import InputError
+
 
 @dataclass
 class HuffmanTree:
@@ -53,7 +55,7 @@ def huffman_tree(counts: np.ndarray) -> HuffmanTree:
     """Codes and paths of a Huffman tree over word counts (V ≥ 2)."""
     V = len(counts)
     if V < 2:
-        raise ValueError("a Huffman tree needs at least two words")
+        raise InputError("a Huffman tree needs at least two words")
     heap = [_Item(int(c), w) for w, c in enumerate(counts)]
     heapq.heapify(heap)
     children, leaves_below = {}, np.zeros(V - 1, dtype=np.int64)

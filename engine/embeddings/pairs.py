@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.errors import InputError
+
 
 def one_hot(words: list[str]) -> tuple[list[str], np.ndarray]:
     """000 eq. 2: the vocabulary of words (first appearance order) and one row per word. (N, V)"""
@@ -33,9 +35,9 @@ class Window:
 def windows(words: list[str], size: int) -> list[Window]:
     """000 §2.2.2 step 1: every window of an odd size whose target has a full context on both sides."""
     if size < 3 or size % 2 == 0:
-        raise ValueError(f"the window size must be odd and at least 3, got {size}")
+        raise InputError(f"the window size must be odd and at least 3, got {size}")
     if size > len(words):
-        raise ValueError(f"a window of {size} words does not fit in a sentence of {len(words)}")
+        raise InputError(f"a window of {size} words does not fit in a sentence of {len(words)}")
     m = size // 2
     return [Window(tuple(words[n - m:n + m + 1]), words[n], tuple(words[n - m:n] + words[n + 1:n + m + 1]))
             for n in range(m, len(words) - m)]

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from engine.errors import InputError
+
 
 def context_distribution(v_c: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
     """000 eq. 4: p(o|c) = exp(u_o·v_c) / Σ_o' exp(u_o'·v_c) for every o. v_c: (d,), U: (V, d) -> (V,)"""
@@ -69,7 +71,7 @@ class SentenceFit:
 def fit_sentence(pairs: list[tuple[str, str]], dim: int, steps: int, lr: float, seed: int) -> SentenceFit:
     """Gradient ascent on eq. 10 over a sentence's pairs with the full softmax of eq. 3."""
     if not pairs:
-        raise ValueError("no (target, context) pairs: the sentence needs at least one full window")
+        raise InputError("no (target, context) pairs: the sentence needs at least one full window")
     vocab = list(dict.fromkeys(w for pair in pairs for w in pair))
     index = {w: i for i, w in enumerate(vocab)}
     targets = torch.tensor([index[t] for t, _ in pairs])

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.errors import InputError
+
 COSMUL_EPS = 1e-6  # Levy & Goldberg's epsilon (gensim's too): keeps 3CosMul finite when cos(x, a) = −1
 SPELLING_POOL = 300  # candidates, closest in letter counts, whose edit distance is computed
 OTHER = 26  # letter-count slot shared by every character outside a..z
@@ -54,9 +56,9 @@ def _shifted_cos(u: np.ndarray, rows: np.ndarray) -> np.ndarray:
 ANALOGY_METHODS = {"3CosAdd": cos_add_scores, "3CosMul": cos_mul_scores}
 
 
-class UnknownWordError(ValueError):
+class UnknownWordError(InputError):
     """A word outside the vocabulary. str() is a sentence a page can show; .suggestions are spellings.
-    A ValueError, so a page's guard shows it like any other bad input."""
+    An InputError, so a page's guard shows it like any other bad input."""
 
     def __init__(self, word: str, suggestions: list[str], vocab_size: int):
         super().__init__(word)
@@ -98,9 +100,9 @@ class WordVectors:
         return word in self.index
 
     def id(self, word: str) -> int:
-        """Row of word; UnknownWordError (a ValueError) with suggested spellings otherwise."""
+        """Row of word; UnknownWordError (an InputError) with suggested spellings otherwise."""
         if not word.strip():
-            raise ValueError("type a word: the box is empty")
+            raise InputError("type a word: the box is empty")
         if word not in self.index:
             raise UnknownWordError(word, self.suggest(word), len(self))
         return self.index[word]
@@ -167,7 +169,7 @@ class WordVectors:
         Sign convention: on each axis the word farthest from the centre gets a positive coordinate.
         """
         if len(words) < 2:
-            raise ValueError("a 2-D projection needs at least two words")
+            raise InputError("a 2-D projection needs at least two words")
         X = self.vectors[[self.id(w) for w in words]].astype(np.float64)  # (n, d)
         U, S, _ = np.linalg.svd(X - X.mean(axis=0), full_matrices=False)  # U (n, k), S (k,)
         coords = U[:, :2] * S[:2]  # (n, 2) = (X − mean) V_2

@@ -20,6 +20,7 @@ from engine import checkpoint_files
 from engine.embeddings.corpus import Vocab
 from engine.embeddings.huffman import huffman_tree
 from engine.embeddings.pairs import cbow_examples, shrunk_windows, training_pairs
+from engine.errors import InputError
 
 ARCHITECTURES = ("skipgram", "cbow")
 OBJECTIVES = ("negative", "hierarchical", "softmax")
@@ -47,10 +48,10 @@ class Word2VecConfig:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}")
         if self.objective == "negative" and self.negatives < 1:
-            raise ValueError("negative sampling needs k ≥ 1 negative words per pair")
+            raise InputError("negative sampling needs k ≥ 1 negative words per pair")
         for name in ("dim", "window", "epochs", "batch_size", "min_count"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise InputError(f"{name} must be at least 1")
 
 
 @dataclass
@@ -165,7 +166,7 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
     vocab = Vocab.build(sentences, config.min_count)
     if len(vocab) < 2:
         times = "once" if config.min_count == 1 else f"{config.min_count} times"
-        raise ValueError(f"fewer than two different words occur at least {times}: too little text to train on")
+        raise InputError(f"fewer than two different words occur at least {times}: too little text to train on")
     ids, sentence = vocab.encode(sentences)
     rng, generator = np.random.default_rng(config.seed), torch.Generator().manual_seed(config.seed)
     W_in = (torch.rand(len(vocab), config.dim, generator=generator) - 0.5) / config.dim  # gensim: U(±0.5/d)
@@ -198,7 +199,7 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
                                                                     speed, model)) is False:
                     return model
     if total_steps is None:
-        raise ValueError("no (centre, context) pair in any epoch: paste more text, with several words per line")
+        raise InputError("no (centre, context) pair in any epoch: paste more text, with several words per line")
     if count:  # the last epoch drew no pairs, so the last report came early
         model.losses.append(loss_sum / count)
     model.fraction_done, model.seconds = 1.0, time.perf_counter() - start

@@ -12,20 +12,22 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
+
 PAIRINGS = ("interleaved", "half")
 BASES = (10000.0, 100000.0)  # 001/002 and 000's code
 
 
 def check_head_dim(head_dim: int) -> None:
     if head_dim < 2 or head_dim % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions, so the head dimension must be even; got {head_dim}")
+        raise InputError(f"RoPE rotates pairs of dimensions, so the head dimension must be even; got {head_dim}")
 
 
 def rope_frequencies(head_dim: int, base: float) -> torch.Tensor:
     """freqs_i = 1 / base^(2i/d) for i = 0..d/2-1, in decreasing order (000 eq. 100-101): (d/2,) float64."""
     check_head_dim(head_dim)
     if base <= 0:
-        raise ValueError(f"the RoPE base must be positive, got {base}")
+        raise InputError(f"the RoPE base must be positive, got {base}")
     i = torch.arange(0, head_dim, 2, dtype=torch.float64)
     return 1.0 / base ** (i / head_dim)
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import torch
 
+from engine.errors import InputError
+
 TABLE_EPS = torch.finfo(torch.float32).eps  # sinusoidal_encoding stores its table in float32, as a model would
 
 
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """Encodings of positions 0..n_positions-1: (n_positions, d_model); d_model must be even."""
     if d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even number, got {d_model}")
+        raise InputError(f"d_model must be a positive even number, got {d_model}")
     if base <= 0:
-        raise ValueError(f"the base must be positive, got {base}")
+        raise InputError(f"the base must be positive, got {base}")
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
     angles = pos / base ** (two_i / d_model)  # (P, d/2); float64 so large positions stay exact

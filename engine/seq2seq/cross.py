@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.attention.scoring import AttentionResult, attention
+from engine.errors import InputError
 from engine.seq2seq.dates import Example, batch
 from engine.seq2seq.decode import Translation
 from engine.seq2seq.model import Seq2Seq
@@ -24,7 +25,7 @@ class CrossAttention:
 @torch.no_grad()
 def as_cross_attention(model: Seq2Seq, translation: Translation) -> CrossAttention:
     if model.config.score == "additive":
-        raise ValueError("additive scores are not a product QKᵀ: choose the dot or general model")
+        raise InputError("additive scores are not a product QKᵀ: choose the dot or general model")
     x, _ = batch([Example(translation.source, "")])
     memory, _ = model.encode(x)
     K, V = memory.keys[0], memory.z[0]

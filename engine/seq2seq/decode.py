@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.errors import InputError
 from engine.seq2seq.dates import BOS, EOS, MAX_SOURCE, SOURCE, TARGET, Example, batch, decode_target
 from engine.seq2seq.model import Seq2Seq
 
@@ -54,7 +55,7 @@ def _until_eos(ids: list[int]) -> list[int]:
 def translate(model: Seq2Seq, text: str) -> Translation:
     """One input, decoded greedily, with its attention, coverage and (pointer model) mixture per step."""
     if not text.strip():
-        raise ValueError("type a date to normalise: the input is empty")
+        raise InputError("type a date to normalise: the input is empty")
     source = text.lower()[:MAX_SOURCE]
     x, _ = batch([Example(source, "")])
     ids, steps, s0 = greedy(model, x)

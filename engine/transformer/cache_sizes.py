@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from engine.errors import InputError
+
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp8": 1}
 
 
@@ -24,9 +26,9 @@ class CacheConfig:
 
     def __post_init__(self):
         if self.layers < 1 or self.heads < 1 or self.head_dim < 1:
-            raise ValueError(f"{self.name}: layers, heads and head dimension must be at least 1")
+            raise InputError(f"{self.name}: layers, heads and head dimension must be at least 1")
         if self.latent_dim == 0 and (self.kv_heads < 1 or self.heads % self.kv_heads):
-            raise ValueError(f"{self.name}: {self.kv_heads} KV heads must be at least 1 and divide {self.heads} heads")
+            raise InputError(f"{self.name}: {self.kv_heads} KV heads must be at least 1 and divide {self.heads} heads")
 
     @property
     def attention(self) -> str:

@@ -15,6 +15,7 @@ import torch
 
 from engine.attention.scoring import causal_mask
 from engine.efficiency.measure import Timing, time_interleaved, torch_threads
+from engine.errors import InputError
 from engine.transformer.model import ModelConfig, TransformerLM, sample_next
 
 # 002 §2.5.1: three 2-dimensional tokens and their projection matrices
@@ -109,7 +110,7 @@ def time_generation_steps(model: TransformerLM, prompt: torch.Tensor, n_new: int
 
     Both ways compute the same logits, so the one sequence sampled from the cached steps serves both."""
     if prompt.numel() + n_new > model.config.max_seq_len:
-        raise ValueError(f"{prompt.numel()} + {n_new} tokens exceed the context window of {model.config.max_seq_len}")
+        raise InputError(f"{prompt.numel()} + {n_new} tokens exceed the context window of {model.config.max_seq_len}")
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     idx = prompt[None]  # (1, T0)

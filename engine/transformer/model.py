@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from engine import checkpoint_files
 from engine.attention.scoring import causal_mask
+from engine.errors import InputError
 
 # One (K, V) pair per layer, each (B, H, t, d): what a decoder keeps so a new token needs only its own q, k, v.
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
@@ -119,7 +120,7 @@ class TransformerLM(nn.Module):
         B, T = idx.shape
         past = cache[0][0].shape[2] if cache else 0
         if past + T > self.config.max_seq_len:
-            raise ValueError(f"{past + T} tokens exceed the context window of {self.config.max_seq_len}")
+            raise InputError(f"{past + T} tokens exceed the context window of {self.config.max_seq_len}")
         pos = torch.arange(past, past + T, device=idx.device).unsqueeze(0)  # (1, T), eq. 83 shifted by the cache
         x = self.drop(self.token_emb(idx) + self.pos_emb(pos))
         attentions, new_cache = [], []
@@ -139,13 +140,13 @@ def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, gen
                 ) -> torch.Tensor:
     """Sample from softmax(logits / T) restricted to the top k: logits (B, V) -> (B, 1). T = 0 is greedy."""
     if temperature < 0:
-        raise ValueError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
+        raise InputError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits.float() / temperature
     if top_k is not None:
         if top_k < 1:
-            raise ValueError(f"top-k must be at least 1, got {top_k}")
+            raise InputError(f"top-k must be at least 1, got {top_k}")
         kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
     return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
@@ -157,7 +158,7 @@ def generate(model: TransformerLM, idx: torch.Tensor, max_new_tokens: int, tempe
     """Extend idx (B, T0) by max_new_tokens (000 §8.3.4's generate). With the cache each step feeds one token;
     without it each step reruns the whole prefix. The same seed gives the same tokens either way."""
     if idx.shape[1] + max_new_tokens > model.config.max_seq_len:
-        raise ValueError(f"prompt plus new tokens ({idx.shape[1]} + {max_new_tokens}) exceed the context window "
+        raise InputError(f"prompt plus new tokens ({idx.shape[1]} + {max_new_tokens}) exceed the context window "
                          f"of {model.config.max_seq_len}")
     model.eval()
     generator = torch.Generator().manual_seed(seed)

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from engine.errors import InputError
 from engine.transformer.model import TransformerLM
 
 IGNORE = -100  # cross_entropy's ignore_index: the position does not contribute
@@ -56,7 +57,7 @@ class SequenceClassifier(nn.Module):
     def forward(self, ids: torch.Tensor, labels: torch.Tensor, lam: float) -> dict[str, torch.Tensor]:
         """L2 = classification loss, L1 = LM loss on the same text, L3 = L2 + lambda L1 (GPT, 003 eq. 70)."""
         if ids.shape[1] < 2:
-            raise ValueError("the LM term needs at least two tokens: each is predicted from the ones before")
+            raise InputError("the LM term needs at least two tokens: each is predicted from the ones before")
         inputs, targets = causal_targets(ids)
         out = self.lm(inputs, targets)
         logits = self.W_y(out.hidden[:, -1, :])  # (B, classes)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from engine.attention.scoring import causal_mask
 from engine.efficiency.measure import Timing, time_interleaved, torch_threads
+from engine.errors import InputError
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -41,10 +42,10 @@ class GroupedQueryAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, n_groups: int):
         super().__init__()
         if d_model % n_heads:
-            raise ValueError(f"{n_heads} heads do not divide d_model = {d_model}")
+            raise InputError(f"{n_heads} heads do not divide d_model = {d_model}")
         if n_groups < 1 or n_heads % n_groups:
             divisors = [g for g in range(1, n_heads + 1) if n_heads % g == 0]
-            raise ValueError(f"{n_groups} groups do not divide {n_heads} heads; choose one of "
+            raise InputError(f"{n_groups} groups do not divide {n_heads} heads; choose one of "
                              f"{', '.join(map(str, divisors))}")
         self.n_heads, self.n_groups, self.head_dim = n_heads, n_groups, d_model // n_heads
         self.W_q = nn.Linear(d_model, d_model, bias=False)
@@ -83,7 +84,7 @@ class LatentAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_latent: int, absorbed: bool = False):
         super().__init__()
         if d_model % n_heads:
-            raise ValueError(f"{n_heads} heads do not divide d_model = {d_model}")
+            raise InputError(f"{n_heads} heads do not divide d_model = {d_model}")
         self.n_heads, self.head_dim, self.d_latent, self.absorbed = n_heads, d_model // n_heads, d_latent, absorbed
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_dkv = nn.Linear(d_model, d_latent, bias=False)  # the shared down-projection W_{down K,V}

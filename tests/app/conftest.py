@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 from streamlit.testing.v1 import AppTest
 

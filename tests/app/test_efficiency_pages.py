@@ -151,7 +151,8 @@ def test_timing_page_names_a_broken_gpu_results_file(results_dir):
     (results_dir / "flash_gpu.json").write_text('{"date": "2026-11-23", "rows": [')
     at = open_page("attention_timing")
     assert_clean(at)
-    assert any("flash_gpu.json cannot be read" in w.value for w in at.warning)
+    assert any("flash_gpu.json cannot be read" in e.value and "git checkout" in e.value for e in at.error)
+    assert any(i.value.startswith("Nothing is timed") for i in at.info), "the CPU part before it is drawn"
 
 
 def test_timing_page_draws_recorded_gpu_results(results_dir):

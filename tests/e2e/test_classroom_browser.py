@@ -8,8 +8,15 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.e2e.conftest import (HAVE_CHROMIUM, NO_CHROMIUM, SCREENSHOTS, assert_no_exception, open_url, settle,
-                                wait_for_plots)
+from tests.e2e.conftest import (
+    HAVE_CHROMIUM,
+    NO_CHROMIUM,
+    SCREENSHOTS,
+    assert_no_exception,
+    open_url,
+    settle,
+    wait_for_plots,
+)
 from ui.catalog import BY_SLUG, PAGES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]

@@ -8,6 +8,7 @@ import torch
 from engine.decoding.penalties import Scoring, cp, ep, eq40_matrices, figure_1, lp, lp_star
 from engine.decoding.ranking import ranked_hypotheses, winners
 from engine.decoding.search import MAX_EXPANSIONS, search
+from engine.errors import InputError
 
 EOS = 0
 
@@ -91,7 +92,7 @@ def test_search_tree_marks_kept_pruned_and_finished():
     ("exhaustive", 0, 20, "would expand"),
 ])
 def test_bad_settings_are_refused(method, width, max_len, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         search(ToyModel(4), method, width, max_len)
     assert MAX_EXPANSIONS >= 100_000
 
@@ -112,7 +113,7 @@ def test_eq40_matrices_give_the_least_and_the_most_coverage():
     matrices = eq40_matrices()
     assert cp(matrices["minimised cp"], 1.0) == -math.inf  # two source words never attended: log 0
     assert cp(matrices["maximised cp"], 1.0) == 0.0  # every column sums to 1: log 1 = 0, the maximum
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         Scoring(alpha=-0.1)
 
 

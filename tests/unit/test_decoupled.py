@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from engine.errors import InputError
 from engine.positions import decoupled as mla
 
 

@@ -3,12 +3,13 @@ import torch
 
 from engine.attention.equivariance import check_equivariance, permutation_matrix, token_embeddings
 from engine.attention.multihead import init_multihead
+from engine.errors import InputError
 
 
 def test_permutation_matrix_reorders_rows():
     X = torch.arange(6.0).view(3, 2)
     torch.testing.assert_close(permutation_matrix([2, 0, 1]) @ X, X[[2, 0, 1]])
-    with pytest.raises(ValueError, match="not a permutation"):
+    with pytest.raises(InputError, match="not a permutation"):
         permutation_matrix([0, 0, 1])
 
 

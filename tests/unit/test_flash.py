@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from engine.efficiency import traffic
 from engine.efficiency.flash import TileStep, flash_attention, flash_backward, flash_forward, naive_attention, tile_kind
 from engine.efficiency.measure import peak_memory, time_interleaved
+from engine.errors import InputError
 
 # Random shapes, with lengths that are not multiples of the blocks: (batch, heads, N, d, B_r, B_c)
 SHAPES = [(1, 1, 1, 4, 4, 4), (2, 3, 37, 16, 8, 5), (1, 2, 64, 32, 16, 16), (3, 1, 50, 8, 64, 7), (1, 1, 129, 64, 32, 64)]
@@ -72,9 +73,9 @@ def test_causal_tiles_are_classified_and_skipped():
 
 def test_bad_shapes_and_blocks_are_refused():
     Q, K, V = qkv((1, 1, 8, 4))
-    with pytest.raises(ValueError, match="block sizes"):
+    with pytest.raises(InputError, match="block sizes"):
         flash_forward(Q, K, V, B_r=0)
-    with pytest.raises(ValueError, match="as many queries"):
+    with pytest.raises(InputError, match="as many queries"):
         flash_forward(Q[..., :5, :], K, V, causal=True)
     with pytest.raises(ValueError, match="do not fit"):
         naive_attention(Q, K[..., :3], V)
@@ -102,7 +103,7 @@ def test_traffic_grows_as_the_notes_say():
         # K and V re-read once per query block: 2 N² d / B_r elements dominate
         assert tiled.read == pytest.approx((N * 64 + 2 * N * N * 64 / 128) * 2)
     assert traffic.sram_bytes(64, 64, 64) == (64 * 64 * 3) * 2 + (64 * 64 + 64 * 64 + 128) * 4
-    with pytest.raises(ValueError, match="KiB of SRAM"):
+    with pytest.raises(InputError, match="KiB of SRAM"):
         traffic.check_fits(256, 256, 128, sram=228 * 1024)
 
 
@@ -143,5 +144,5 @@ def test_timer_warms_up_repeats_and_interleaves():
     assert calls == ["a", "b"] * 5  # two untimed rounds, then three timed rounds in turn
     assert [len(t.seconds) for t in result.values()] == [3, 3]
     assert result["a"].median == 1.0 and result["a"].spread == (1.0, 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         time_interleaved({"a": lambda: None}, repeats=0)

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from engine.checkpoint_files import ModelFileError
 from engine.efficiency import records, sweep
 
 
@@ -56,5 +57,6 @@ def test_the_recorded_results_files_fit_the_schema():
 def test_a_broken_results_file_is_named(tmp_path, broken, field):
     path = tmp_path / "flash_gpu.json"
     path.write_text(broken)
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ModelFileError, match=field) as refused:
         records.load_results(path)
+    assert "python -m benchmarks.flash" in str(refused.value)

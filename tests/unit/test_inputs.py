@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from engine.errors import InputError
 from ui.inputs import format_matrix, parse_matrix, parse_order, parse_tokens
 
 
@@ -15,18 +16,18 @@ def test_matrix_round_trip():
     ("1 nan", "finite"), ("inf 1", "finite"), (";".join(["1"] * 13), "at most 12"),
 ])
 def test_matrix_errors_say_what_is_wrong(text, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         parse_matrix(text, "Q")
 
 
 def test_tokens_and_orders():
     assert parse_tokens("  I feel   good ") == ["I", "feel", "good"]
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         parse_tokens("   ")
-    with pytest.raises(ValueError, match="at most 16"):
+    with pytest.raises(InputError, match="at most 16"):
         parse_tokens("a " * 17)
     assert parse_order("2, 0 1", 3) == [2, 0, 1]
-    with pytest.raises(ValueError, match="3 tokens"):
+    with pytest.raises(InputError, match="3 tokens"):
         parse_order("1 0", 3)
-    with pytest.raises(ValueError, match="whole numbers"):
+    with pytest.raises(InputError, match="whole numbers"):
         parse_order("a b c", 3)

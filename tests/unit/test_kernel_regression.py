@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from engine.attention import kernel_regression as kr
+from engine.errors import InputError
 
 
 def data():
@@ -57,7 +58,7 @@ def test_rows_sum_to_one_and_uncovered_queries_are_counted():
 
 
 def test_bad_kernel_and_bandwidth():
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InputError, match="positive"):
         kr.kernel("gaussian", torch.zeros(1), 0.0)
     with pytest.raises(ValueError, match="unknown kernel"):
         kr.kernel("cosine", torch.zeros(1), 1.0)

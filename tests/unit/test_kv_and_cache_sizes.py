@@ -1,9 +1,16 @@
 import pytest
 import torch
 
+from engine.errors import InputError
 from engine.transformer import cache_sizes as cs
-from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
-                                         generation_work)
+from engine.transformer.kv_cache import (
+    EXAMPLE_W_K,
+    EXAMPLE_W_Q,
+    EXAMPLE_W_V,
+    EXAMPLE_X,
+    cached_attention_steps,
+    generation_work,
+)
 from engine.transformer.model import ModelConfig, TransformerLM, generate
 
 
@@ -45,9 +52,9 @@ def test_deepseek_v2_reduction_matches_its_paper_only_with_its_6_bit_cache():
 
 
 def test_bad_rows():
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(InputError, match="at least 1"):
         cs.CacheConfig("custom", layers=0, heads=8, kv_heads=8, head_dim=64)
-    with pytest.raises(ValueError, match="divide"):
+    with pytest.raises(InputError, match="divide"):
         cs.CacheConfig("custom", layers=2, heads=8, kv_heads=3, head_dim=64)
 
 

@@ -3,6 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention.multihead import check_heads, init_multihead, multi_head_per_head, multi_head_steps
+from engine.errors import InputError
 from engine.transformer.variants import VARIANTS, build_variant, causal_attention
 
 
@@ -43,9 +44,9 @@ def test_causal_rows_ignore_later_tokens():
 
 
 def test_heads_must_divide_d_model():
-    with pytest.raises(ValueError, match="choose one of 1, 2, 4, 8"):
+    with pytest.raises(InputError, match="choose one of 1, 2, 4, 8"):
         check_heads(8, 3)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         check_heads(8, 0)
 
 

@@ -5,8 +5,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.efficiency.online_softmax import (naive_softmax, online_attention, online_softmax, prefix_softmax,
-                                              three_pass_softmax)
+from engine.efficiency.online_softmax import (
+    naive_softmax,
+    online_attention,
+    online_softmax,
+    prefix_softmax,
+    three_pass_softmax,
+)
+from engine.errors import InputError
 
 
 def test_hand_worked_steps_of_eq_130():
@@ -41,7 +47,7 @@ def test_prefix_softmax_is_the_softmax_of_the_first_steps():
     trace = online_softmax(x)
     for step in range(1, 6):
         torch.testing.assert_close(prefix_softmax(trace, step), torch.softmax(x[:step], 0))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         prefix_softmax(trace, 6)
 
 
@@ -75,7 +81,7 @@ def test_the_printed_rescaling_is_right_only_while_the_maximum_stays():
 
 @pytest.mark.parametrize("bad", [torch.tensor([]), torch.ones(2, 2)])
 def test_bad_logits_are_refused(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         online_softmax(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # shapes come from the page, not the user: a bug, not an InputError
         online_attention(torch.ones(2), torch.ones(3, 3), torch.ones(3, 1))

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from engine.errors import InputError
 from engine.positions import rope
 
 
@@ -98,9 +99,9 @@ def test_float32_precision_is_measured():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="even"):
+    with pytest.raises(InputError, match="even"):
         rope.apply_rope(torch.zeros(2, 5), torch.arange(2), 1e4)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InputError, match="positive"):
         rope.rope_frequencies(4, 0.0)
     with pytest.raises(ValueError, match="unknown pairing"):
         rope.pair_indices(4, "diagonal")

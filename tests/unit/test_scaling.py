@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from engine.attention.scaling import sample_logits, scaling_study, softmax_entropy, softmax_jacobian_norm
+from engine.errors import InputError
 
 
 def test_logit_variance_is_d_k_raw_and_one_scaled():
@@ -35,7 +36,7 @@ def test_entropy_of_uniform_and_one_hot():
 def test_sample_logits_shape_and_chunking_agree():
     logits = sample_logits(5, 3, 300, torch.Generator().manual_seed(0))
     assert logits.shape == (300, 3)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         scaling_study(3, 1, 10, 0)
 
 

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention import scoring
+from engine.errors import InputError
 
 
 def test_worked_example_of_002_section_2_1():
@@ -58,9 +59,9 @@ def test_masked_softmax_rows_sum_to_one_over_valid_keys_and_are_zero_elsewhere()
 
 
 def test_masked_softmax_rejects_lengths_outside_the_keys():
-    with pytest.raises(ValueError, match="1..3"):
+    with pytest.raises(InputError, match="1..3"):
         scoring.masked_softmax(torch.zeros(2, 3), torch.tensor([0, 2]))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         scoring.masked_softmax(torch.zeros(2, 3), torch.tensor([4, 2]))
 
 
@@ -81,7 +82,7 @@ def test_dot_and_scaled_dot_differ_by_sqrt_d_and_need_equal_widths():
     g = torch.Generator().manual_seed(4)
     Q, K = torch.randn(2, 9, generator=g), torch.randn(3, 9, generator=g)
     torch.testing.assert_close(scoring.scores(Q, K, "scaled_dot") * math.sqrt(9), scoring.scores(Q, K, "dot"))
-    with pytest.raises(ValueError, match="same width"):
+    with pytest.raises(InputError, match="same width"):
         scoring.scores(Q, torch.randn(3, 2), "dot")
     with pytest.raises(ValueError, match="unknown scoring"):
         scoring.scores(Q, K, "cosine")
@@ -96,5 +97,5 @@ def test_single_query_form_equals_a_row_of_the_matrix_form():
 
 
 def test_keys_and_values_must_pair_up():
-    with pytest.raises(ValueError, match="every key needs one value"):
+    with pytest.raises(InputError, match="every key needs one value"):
         scoring.attention(torch.zeros(1, 2), torch.zeros(3, 2), torch.zeros(2, 2))

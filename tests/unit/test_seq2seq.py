@@ -5,6 +5,7 @@ import random
 import pytest
 import torch
 
+from engine.errors import InputError
 from engine.seq2seq.cross import as_cross_attention
 from engine.seq2seq.dates import FORMATS, MAX_SOURCE, TARGET, Example, batch, date_example, examples, target_ids
 from engine.seq2seq.decode import held_out_metrics, mean_coverage, translate
@@ -120,7 +121,7 @@ def test_untrained_pointer_network_still_outputs_a_permutation():
 
 def test_bad_input_is_refused_or_clipped(shipped):
     model, _ = shipped["additive"]
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         translate(model, "   ")
     long = translate(model, "the 3rd of march 2021 " * 10)
     assert len(long.source) == MAX_SOURCE

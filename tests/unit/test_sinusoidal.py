@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from engine.errors import InputError
 from engine.positions.sinusoidal import sinusoidal_encoding
 
 
@@ -20,9 +21,9 @@ def test_matches_the_formula_entry_by_entry():
 
 
 def test_rejects_odd_width_and_bad_base():
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         sinusoidal_encoding(3, 5)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         sinusoidal_encoding(3, 4, base=0)
 
 

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from engine.efficiency.measure import Timing, time_interleaved, torch_threads
+from engine.errors import InputError
 from engine.transformer.kv_cache import StepTimings, generation_work, time_generation_steps
 from engine.transformer.model import ModelConfig, TransformerLM
 from engine.transformer.variants import VARIANTS, build_variant, decode_step_timings
@@ -49,7 +50,7 @@ def test_a_burst_of_load_falls_on_the_round_it_hits_not_on_one_candidate():
 def test_timing_median_and_spread():
     t = Timing([0.3, 0.1, 0.2, 0.9])
     assert t.median == pytest.approx(0.25) and t.spread == (0.1, 0.9)
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(InputError, match="at least 1"):
         time_interleaved({"a": lambda: None}, repeats=0)
 
 

@@ -4,8 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from engine.errors import InputError
 from engine.transformer.model import CausalSelfAttention, ModelConfig, TransformerLM, generate, sample_next
-from engine.transformer.variants import GroupedQueryAttention, LatentAttention, build_variant, VARIANTS
+from engine.transformer.variants import VARIANTS, GroupedQueryAttention, LatentAttention, build_variant
 
 CFG = ModelConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=40)
 
@@ -60,14 +61,14 @@ def test_sampling_rules():
     g = torch.Generator().manual_seed(0)
     draws = {int(sample_next(logits, 1.0, 2, g)) for _ in range(200)}
     assert draws == {1, 3}  # top-2 keeps only the two largest
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         sample_next(logits, -1.0, None, None)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         sample_next(logits, 1.0, 0, None)
 
 
 def test_context_window_is_enforced():
-    with pytest.raises(ValueError, match="context window"):
+    with pytest.raises(InputError, match="context window"):
         generate(model(), torch.zeros(1, 30, dtype=torch.long), 20)
 
 
@@ -142,11 +143,11 @@ def test_every_variant_decodes_with_its_cache_as_it_runs_whole(name):
 
 
 def test_groups_must_divide_heads():
-    with pytest.raises(ValueError, match="choose one of 1, 2, 4"):
+    with pytest.raises(InputError, match="choose one of 1, 2, 4"):
         GroupedQueryAttention(32, 4, 3)
 
 
 def test_classifier_needs_two_tokens():
     from engine.transformer.objectives import SequenceClassifier
-    with pytest.raises(ValueError, match="at least two tokens"):
+    with pytest.raises(InputError, match="at least two tokens"):
         SequenceClassifier(model(), 2)(torch.tensor([[3]]), torch.tensor([1]), 0.5)

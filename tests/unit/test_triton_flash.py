@@ -14,6 +14,7 @@ pytest.importorskip("triton", reason="triton is not installed (requirements-dev.
 
 from engine.efficiency.flash import naive_attention  # noqa: E402
 from engine.efficiency.triton_flash import check_settings, triton_attention  # noqa: E402
+from engine.errors import InputError
 
 DEVICE = "cuda" if CUDA else "cpu"
 # (N, BLOCK_M, BLOCK_N): a length that is not a multiple of either block, and one that is
@@ -46,5 +47,5 @@ def test_kernel_is_within_twice_torchs_own_error(N, block_m, block_n, head_dim, 
     ((64, torch.float16, 16, 32, True), "divide BLOCK_M"),
 ])
 def test_unsupported_settings_are_refused_with_the_reason(settings, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         check_settings(*settings)

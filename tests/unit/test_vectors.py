@@ -10,6 +10,7 @@ from engine.checkpoint_files import ModelFileError
 from engine.embeddings import glove
 from engine.embeddings.evaluation import PAIR_FILES, analogy_accuracy, case_insensitive_vocab, word_pair_correlation
 from engine.embeddings.vectors import UnknownWordError, WordVectors, edit_distance
+from engine.errors import InputError
 
 EVAL_VOCAB = 10_000  # gensim's per-question loop over the first 10k words takes seconds, not minutes
 SCORE_TOL = 1e-5  # float32 cosines: gensim divides raw dot products by norms, we use pre-normalised rows
@@ -157,7 +158,7 @@ def test_suggestions_for_a_misspelling(wv):
     lambda wv: wv.pca_2d(["king", "qeen"]),
 ])
 def test_unknown_word_raises_with_suggestions(wv, call):
-    with pytest.raises(ValueError, match=r"'qeen' is not among the 400,000 words; did you mean .*'queen'") as err:
+    with pytest.raises(InputError, match=r"'qeen' is not among the 400,000 words; did you mean .*'queen'") as err:
         call(wv)
     assert isinstance(err.value, UnknownWordError) and "queen" in err.value.suggestions
 

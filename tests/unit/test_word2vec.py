@@ -9,9 +9,15 @@ import torch.nn.functional as F
 from engine.embeddings.corpus import Vocab, load_corpus, tokenize
 from engine.embeddings.huffman import huffman_tree, path_log_terms, vocabulary_distribution, word_probability
 from engine.embeddings.pairs import cbow_examples, one_hot, skipgram_pairs, training_pairs, windows
-from engine.embeddings.softmax import (context_distribution, full_softmax_step, log_prob_gradient,
-                                       negative_sampling_objective, pair_log_probs)
+from engine.embeddings.softmax import (
+    context_distribution,
+    full_softmax_step,
+    log_prob_gradient,
+    negative_sampling_objective,
+    pair_log_probs,
+)
 from engine.embeddings.word2vec import NOISE_TABLE, Word2VecConfig, _Objective, load_model, save_model, train
+from engine.errors import InputError
 
 
 def test_eq6_pairs_of_the_cat_sit_on_the_mat():
@@ -23,7 +29,7 @@ def test_eq6_pairs_of_the_cat_sit_on_the_mat():
 
 @pytest.mark.parametrize("size", [2, 1, 7])
 def test_windows_reject_even_tiny_or_too_wide(size):
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         windows("the cat sit on the mat".split(), size)
 
 
@@ -189,9 +195,9 @@ def test_stopping_returns_the_model_so_far():
 
 
 def test_too_little_text_and_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="too little text"):
+    with pytest.raises(InputError, match="too little text"):
         train([["just", "four", "different", "words"]], Word2VecConfig(min_count=2))
-    with pytest.raises(ValueError, match="k ≥ 1"):
+    with pytest.raises(InputError, match="k ≥ 1"):
         train(load_corpus("lee"), Word2VecConfig(negatives=0))
 
 

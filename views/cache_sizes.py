@@ -17,7 +17,7 @@ dtype = page.select("Number format", "dtype", list(cs.DTYPE_BYTES), "bf16", wher
 
 st.markdown("**Your model**")
 r1, r2, r3, r4 = st.columns(4)
-layers = page.slider("Layers", "L", 0, 128, 32, where=r1)
+layers = page.slider("Layers", "L", 1, 128, 32, where=r1)
 heads = page.slider("Query heads", "H", 1, 128, 32, where=r2)
 kv_heads = page.slider("KV heads", "kv", 1, 128, 8, where=r3)
 head_dim = page.slider("Head dimension", "hd", 16, 256, 128, 16, where=r4)

@@ -15,7 +15,7 @@ page.intro(
 SOURCE_LABELS = {"c^KV (000)": "latent", "h (DeepSeek-V2)": "hidden"}
 c1, c2, c3, c4, c5, c6 = st.columns(6)
 n_heads = page.slider("Heads", "H", 1, 8, 4, where=c1)
-d_h = page.slider("d_h (content)", "dh", 1, 32, 16, where=c2)
+d_h = page.slider("d_h (content)", "dh", 2, 32, 16, 2, where=c2)
 d_h_rope = page.slider("d_h^R (RoPE)", "dhr", 2, 16, 8, 2, where=c3)
 d_c = page.slider("d_c (latent)", "dc", 1, 64, 16, where=c4)
 T = page.slider("Tokens", "T", 1, 16, 6, where=c5)

@@ -32,7 +32,10 @@ with page.guard():
     inputs = [f"{j}: {v:.3f}" for j, v in enumerate(numbers[0].tolist())]
     st.subheader("→ " + ", ".join(f"{numbers[0, j]:.3f}" for j in order))
     correct = order == numbers[0].argsort().tolist()
-    (st.success if correct else st.error)("sorted correctly" if correct else "not sorted: the network made a mistake")
+    if correct:
+        st.success("sorted correctly", icon=":material/check:")
+    else:  # the model's own mistake on valid input, shown honestly: not a fault of the page
+        st.warning("not sorted: the network made a mistake", icon=":material/swap_vert:")
     left, right = st.columns([3, 2])
     with left:
         figures.show(figures.heatmap(log_probs[0].exp().numpy(), inputs, [f"step {i}" for i in range(len(order))],

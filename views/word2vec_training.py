@@ -33,7 +33,7 @@ source = page.select("Corpus", "corpus", ["lee", "wikipedia", "pasted"], where=c
                      help="lee: 300 news stories, 60k words; wikipedia: 106 articles, 453k words; pasted: your text")
 architecture = page.select("Architecture", "arch", ["skipgram", "cbow"], where=c2)
 objective = page.select("Output layer", "objective", ["negative", "hierarchical", "softmax"], where=c3)
-k = page.slider("Negative words k", "k", 0, 20, 5, where=c4)
+k = page.slider("Negative words k", "k", 1, 20, 5, where=c4)
 c1, c2, c3, c4, c5 = st.columns(5)
 dim = page.slider("Dimension d", "dim", 10, 200, 50, 10, where=c1)
 window = page.slider("Window m (each side)", "window", 1, 10, 5, where=c2)
@@ -54,8 +54,6 @@ config = Word2VecConfig(architecture, objective, dim, window, k, min_count=min_c
                         epochs=epochs, seed=0)
 n_words = sum(len(s) for s in sentences)
 with page.guard():
-    if objective == "negative" and k == 0:
-        raise InputError("Negative sampling needs at least one noise word per pair: set k ≥ 1.")
     if n_words == 0:
         raise InputError("Paste some text to train on: the corpus is empty.")
     vocab = Vocab.build(sentences, min_count) if source == "pasted" else corpus_vocab(source, min_count)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import streamlit as st
@@ -71,7 +71,7 @@ class Page:
             value = widget(*args, key=name, bind="query-params", **kwargs)
         st.session_state[BOUND_PARAMS].add(name)
         st.session_state[DRAWN_PARAMS].add(name)
-        if raw is not None and name not in st.query_params and not _denotes(raw, value):
+        if raw is not None and not _denotes(raw, value):  # refused, or taken in part (5.5 as 5)
             self.notice(f"URL parameter `{name}={raw[:40]}` is not {expected}; using {value}.")
         return value
 
@@ -79,14 +79,19 @@ class Page:
                **kwargs: Any) -> Any:
         if low >= high:  # a range that follows the data can hold one value: nothing to choose, no slider
             st.session_state[BOUND_PARAMS].add(name)
+            raw = st.query_params.get(name)
+            if raw is not None and not _denotes(raw, low):
+                self.notice(f"URL parameter `{name}={raw[:40]}` is not used: {label} can only be {low} here.")
+                del st.query_params[name]
             return low
         # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
         # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default
         kept = st.session_state.get(name)
         if isinstance(kept, int | float) and not low <= kept <= high:
             del st.session_state[name]
-        return self._bound(st.slider, name, f"a number from {low} to {high}", label, low, high, default, step,
-                           **kwargs)
+        whole = all(isinstance(v, int) for v in (low, high, default))
+        expected = f"a {'whole ' if whole else ''}number from {low} to {high}"
+        return self._bound(st.slider, name, expected, label, low, high, default, step, **kwargs)
 
     def select(self, label: str, name: str, options: Sequence[str], default: str | None = None, **kwargs: Any) -> str:
         index = list(options).index(default) if default is not None else 0
@@ -102,6 +107,12 @@ class Page:
         widget = st.text_area if area else st.text_input
         return self._bound(widget, name, f"text of at most {max_chars} characters", label, default,
                            max_chars=max_chars, **kwargs)
+
+    def refuse(self, message: str) -> NoReturn:
+        """Say why nothing more can be drawn, settle the URL's parameters as a finished run does, and stop."""
+        st.warning(message, icon=":material/warning:")
+        flag_unknown_params()
+        st.stop()
 
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:

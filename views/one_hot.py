@@ -18,8 +18,7 @@ page.intro(
 text = page.text("Sentence", "text", "the cat sit on the mat", max_chars=300)
 words = [w for sentence in tokenize(text) for w in sentence]
 if not words:
-    st.warning("Type at least one word (letters; digits and punctuation are dropped).", icon=":material/warning:")
-    st.stop()
+    page.refuse("Type at least one word (letters; digits and punctuation are dropped).")
 if len(set(words)) > 30:
     page.notice(f"The sentence has {len(set(words))} different words; the first 30 are shown.")
     words = [w for w in words if w in list(dict.fromkeys(words))[:30]]

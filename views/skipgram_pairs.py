@@ -22,12 +22,9 @@ steps = page.slider("Gradient steps", "steps", 0, 300, 100, 10, where=c3)
 lr = page.slider("Learning rate", "lr", 0.1, 4.0, 1.0, 0.1, where=c4)
 words = [w for sentence in tokenize(text) for w in sentence]
 if size % 2 == 0:
-    st.warning(f"The window size must be odd (the target sits in the middle); {size} is even.",
-               icon=":material/warning:")
-    st.stop()
+    page.refuse(f"The window size must be odd (the target sits in the middle); {size} is even.")
 if not words:
-    st.warning("Type a sentence (letters; digits and punctuation are dropped).", icon=":material/warning:")
-    st.stop()
+    page.refuse("Type a sentence (letters; digits and punctuation are dropped).")
 with page.guard():
     found = windows(words, size)
     pairs = skipgram_pairs(words, size)

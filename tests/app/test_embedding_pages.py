@@ -251,7 +251,7 @@ def test_word2vec_negative_sampling_offers_no_k_below_one():
     at = open_page("word2vec_training", objective="negative", k="0")
     assert_clean(at)
     assert at.slider(key="k").min == 1 and at.slider(key="k").value == 5
-    assert any("`k=0` is not a number from 1 to 20" in i.value for i in at.info)
+    assert any("`k=0` is not a whole number from 1 to 20" in i.value for i in at.info)
 
 
 def test_word2vec_pasted_corpus_empty_then_too_small():

@@ -14,6 +14,7 @@ from engine.errors import InputError
 from engine.seq2seq.model import Seq2Seq, load_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
 from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
+from engine.transformer import train
 from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
@@ -25,6 +26,12 @@ def char_model(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
     """The shipped checkpoint char_<objective>.pt ("causal", "mlm" or "finetuned"), in eval mode."""
     model, extra = load_checkpoint(CHECKPOINTS / f"char_{objective}.pt")
     return model, CharVocab(extra.pop("vocab")), extra
+
+
+@st.cache_data(show_spinner=False)
+def unigram_baseline() -> float:
+    """Held-out nats per character from character frequencies alone, the LMs' floor."""
+    return train.unigram_loss(char_model("causal")[1])
 
 
 def prompt_ids(page, text: str, vocab: CharVocab, limit: int):

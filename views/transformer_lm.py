@@ -4,7 +4,7 @@ import torch
 
 from engine.transformer.model import attention_maps, generate
 from ui import figures
-from ui.loaders import char_model, prompt_ids
+from ui.loaders import char_model, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
 
@@ -74,7 +74,12 @@ with page.guard():
             ("sampling", r"p_i \propto \exp(z_i / T)\ \text{over the top-}k\ \text{logits}"),
         )
         metrics = extra["metrics"]
-        st.metric("Held-out loss (last 10% of the corpus)", f"{metrics['held_out_loss']:.3f} nats/char")
+        st.metric("Held-out loss (last 10% of the corpus)", f"{metrics['held_out_loss']:.3f} nats/char",
+                  f"{metrics['held_out_loss'] - unigram_baseline():.2f} against character frequencies alone",
+                  delta_color="inverse")
+        st.caption("What it can do: spell common words, put spaces and capitals where English does, copy names "
+                   "from the prompt. What it cannot: make sense beyond a few words. 300 news stories are far too "
+                   "little text, and 0.9M parameters too few, for grammar or facts.")
         curve = extra["loss_curve"]
         step = max(1, len(curve) // 150)
         smoothed = [sum(curve[i:i + step]) / len(curve[i:i + step]) for i in range(0, len(curve), step)]

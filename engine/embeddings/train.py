@@ -28,7 +28,7 @@ WIKI = Word2VecConfig(dim=100, window=5, negatives=5, min_count=5, epochs=10, se
 RUNS = {
     "wikipedia_sgns": ("wikipedia", WIKI),
     "wikipedia_gensim": ("wikipedia", WIKI),
-    "lee_softmax": ("lee", Word2VecConfig(objective="softmax", dim=50, epochs=5, batch_size=256)),
+    "lee_softmax": ("lee", Word2VecConfig(objective="softmax", dim=50, epochs=15, batch_size=256)),
     "lee_hierarchical": ("lee", Word2VecConfig(objective="hierarchical", dim=50, epochs=10)),
 }
 

@@ -125,9 +125,9 @@ def test_cache_sizes_table_and_custom_row():
     assert frame.loc["Llama-2-7B", "GiB in total"] == pytest.approx(2.0)  # 0.5 MiB a token in bf16
     assert frame.loc["DeepSeek-V2", "KiB per token (bf16)"] == round(cs.BY_NAME["DeepSeek-V2"].bytes_per_token("bf16") / 1024, 1)
     assert "Your model" in frame.index
-    at.slider(key="L").set_value(0).run()
+    at.slider(key="kv").set_value(5).run()
     assert_clean(at)
-    assert "at least 1" in at.warning[0].value
+    assert "5 KV heads must be at least 1 and divide 32 heads" in at.warning[0].value
     assert "Your model" not in at.dataframe[0].value["model"].tolist()
     assert len(at.dataframe[0].value) == len(cs.MODELS)
 

@@ -213,7 +213,7 @@ def test_checkpoint_round_trip(tmp_path):
     assert torch.allclose(loaded.input_vectors, model.input_vectors, atol=1e-3)
 
 
-@pytest.mark.parametrize("name", ["wikipedia_sgns", "wikipedia_gensim", "lee_hierarchical"])
+@pytest.mark.parametrize("name", ["wikipedia_sgns", "wikipedia_gensim", "lee_softmax", "lee_hierarchical"])
 def test_shipped_checkpoints_reproduce_their_metrics(name):
     from engine.embeddings.train import CHECKPOINTS, quality
 

@@ -57,27 +57,60 @@ def browser():
             b.close()
 
 
+RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
+
+# Counts the app's finished script runs (stApp's data-test-script-state back to notRunning), from the document's
+# start, so a test waits for the run its action caused instead of guessing with a pause.
+COUNT_RUNS = """
+(() => {
+  window.__finishedRuns = 0;
+  window.__settledRuns = 0;
+  let last = null;  // stApp's state as last seen: initial, running, notRunning, ...
+  const observer = new MutationObserver(records => {
+    // every value the attribute took, in order: each change's old value, then the current one; a run that
+    // starts and ends between two callbacks still shows as running -> notRunning
+    const values = records.filter(r => r.type === "attributes").map(r => r.oldValue);
+    const app = document.querySelector("[data-testid='stApp']");
+    values.push(app ? app.getAttribute("data-test-script-state") : null);
+    for (const value of values) {
+      if (value === "notRunning" && last !== null && last !== "notRunning") window.__finishedRuns += 1;
+      if (value !== null) last = value;
+    }
+  });
+  document.addEventListener("DOMContentLoaded", () => observer.observe(document.documentElement,
+    {subtree: true, childList: true, attributes: true, attributeOldValue: true,
+     attributeFilter: ["data-test-script-state"]}));
+})();
+"""
+
+
+def new_tab(browser, app_url: str, **context_options):
+    """A tab in a fresh context (own cookies, own Streamlit session) that counts the app's runs."""
+    context = browser.new_context(base_url=app_url, **{"viewport": VIEWPORT} | context_options)
+    context.set_default_timeout(30_000)
+    context.add_init_script(COUNT_RUNS)
+    return context.new_page()
+
+
 @pytest.fixture
 def page(browser, app_url):
-    """A fresh tab in a fresh context (own cookies, own Streamlit session) for each test."""
-    context = browser.new_context(viewport=VIEWPORT, base_url=app_url)
-    context.set_default_timeout(30_000)
-    tab = context.new_page()
+    tab = new_tab(browser, app_url)
     try:
         yield tab
     finally:
-        context.close()
-
-
-RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
+        tab.context.close()
 
 
 def settle(tab) -> None:
-    """Wait as Streamlit's own e2e tests do, then a beat: the state can flip back briefly after a rerun. How
-    fast a page is belongs to the benchmarks; here a slow run under load only waits longer."""
+    """Wait until a script run has finished since the last settle (the action before this one caused it) and
+    the app is idle, as Streamlit's own e2e tests wait; then, a frame later, idle still: a run can ask for
+    another (a rewritten URL, a fragment). How fast a page is belongs to the benchmarks; here a slow run under
+    load only waits longer."""
+    tab.wait_for_function("window.__finishedRuns > window.__settledRuns", timeout=RUN_S * 1000)
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
-    tab.wait_for_timeout(400)
+    tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
+    tab.evaluate("() => { window.__settledRuns = window.__finishedRuns; }")
 
 
 def open_url(tab, path: str) -> None:
@@ -90,6 +123,16 @@ def assert_no_exception(tab) -> None:
     assert errors.count() == 0, f"exception on {tab.url}:\n{errors.first.inner_text()}"
     traceback = tab.get_by_text("Traceback")
     assert traceback.count() == 0, f"'Traceback' on {tab.url}:\n{traceback.first.inner_text()[:2000]}"
+
+
+def assert_clean(tab, expected_warnings: tuple[str, ...] = ()) -> None:
+    """No exception, no st.error, and no warning other than ones containing an expected text."""
+    assert_no_exception(tab)
+    errors = tab.locator("[data-testid='stAlertContentError']").all_inner_texts()
+    assert not errors, f"st.error on {tab.url}: {errors}"
+    warnings = tab.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
+    unexpected = [w for w in warnings if not any(e in w for e in expected_warnings)]
+    assert not unexpected, f"unexpected warning on {tab.url}: {unexpected}"
 
 
 def wait_for_plots(tab) -> None:

@@ -13,6 +13,7 @@ from tests.e2e.conftest import (
     NO_CHROMIUM,
     SCREENSHOTS,
     assert_no_exception,
+    new_tab,
     open_url,
     settle,
     wait_for_plots,
@@ -48,21 +49,24 @@ def tab_at(browser, app_url):
     contexts = []
 
     def open_tab(width: int, height: int, touch: bool = False):
-        context = browser.new_context(viewport={"width": width, "height": height}, base_url=app_url,
-                                      has_touch=touch, is_mobile=touch)
-        context.set_default_timeout(30_000)
-        contexts.append(context)
-        return context.new_page()
+        tab = new_tab(browser, app_url, viewport={"width": width, "height": height}, has_touch=touch,
+                      is_mobile=touch)
+        contexts.append(tab.context)
+        return tab
 
     yield open_tab
     for context in contexts:
         context.close()
 
 
+FONTS_AND_A_FRAME = ("() => document.fonts.ready.then(() => new Promise(done => "
+                     "requestAnimationFrame(() => requestAnimationFrame(done))))")
+
+
 def layout_problems(tab, slug: str, height: int) -> list[str]:
     open_url(tab, f"/{slug}?lecture=true")
     tab.locator(FIGURE).first.wait_for(timeout=20_000)
-    tab.wait_for_timeout(300)  # equations are fitted on the next animation frame once their fonts are in
+    tab.evaluate(FONTS_AND_A_FRAME)  # equations are fitted on the next animation frame once their fonts are in
     assert_no_exception(tab)
     found = tab.evaluate(LAYOUT, FIGURE)
     problems = []
@@ -97,9 +101,10 @@ def test_lecture_mode_at_1920_by_1080(tab_at, slug):
 def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_the_toolbar_leaves_the_title(tab_at):
     tab = tab_at(390, 844, touch=True)
     open_url(tab, "/kernel_regression")
+    wait_for_plots(tab)  # the charts' height settles the page's before the swipe is measured
     chart = tab.locator("[data-testid='stPlotlyChart']").first
     chart.scroll_into_view_if_needed()
-    settle(tab)
+    tab.evaluate(FONTS_AND_A_FRAME)
     box = chart.bounding_box()
     x, y = box["x"] + box["width"] / 2, min(box["y"] + box["height"] / 2, 700)
     before = tab.evaluate(MAIN_SCROLL)

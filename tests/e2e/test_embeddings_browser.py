@@ -9,7 +9,15 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, assert_no_exception, open_url, screenshot, settle
+from tests.e2e.conftest import (
+    HAVE_CHROMIUM,
+    NO_CHROMIUM,
+    assert_clean,
+    assert_no_exception,
+    open_url,
+    screenshot,
+    settle,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 
@@ -46,14 +54,16 @@ def test_word2vec_trains_on_lee_and_shows_its_model(page):
 
 
 def test_word2vec_stop_keeps_the_model_so_far(page):
-    open_url(page, "/word2vec_training?epochs=20&dim=100")
+    # 20 epochs of the Wikipedia sample take minutes, so the run cannot finish before Stop lands
+    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")
     click_button(page, "Train")
-    page.locator("[data-testid='stProgress']").filter(has_text="epoch").first.wait_for(timeout=60_000)
+    page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
     click_button(page, "Stop")
     heading = page.get_by_role("heading", name=re.compile(r"^Your model \(stopped at \d+%\)"))
     heading.wait_for(timeout=60_000)
     settle(page)
-    assert_no_exception(page)
+    assert_clean(page)
+    assert int(re.search(r"stopped at (\d+)%", heading.inner_text()).group(1)) < 20  # within the first epochs
     screenshot(page, "word2vec_training_stopped")
 
 

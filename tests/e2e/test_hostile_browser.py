@@ -56,7 +56,10 @@ def test_hostile_urls_and_typing_break_nothing(page, slug, data):
             box = page.locator(f".st-key-{key} input, .st-key-{key} textarea").first
             if not box.count():
                 break  # hidden by another control's value
+            before = box.input_value()
             box.fill(typed)
+            if box.input_value() == before:  # the same text (after max_chars): nothing to apply, no run to wait for
+                continue
             box.press("Control+Enter" if box.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
             settle(page)
             assert_no_exception(page)

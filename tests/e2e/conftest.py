@@ -6,9 +6,12 @@ runs). Helpers wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from google.protobuf.message import DecodeError
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, IDLE, Server
 
@@ -59,37 +62,38 @@ def browser():
 
 RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
 
-# Counts the app's finished script runs (stApp's data-test-script-state back to notRunning), from the document's
-# start, so a test waits for the run its action caused instead of guessing with a pause.
-COUNT_RUNS = """
-(() => {
-  window.__finishedRuns = 0;
-  window.__settledRuns = 0;
-  let last = null;  // stApp's state as last seen: initial, running, notRunning, ...
-  const observer = new MutationObserver(records => {
-    // every value the attribute took, in order: each change's old value, then the current one; a run that
-    // starts and ends between two callbacks still shows as running -> notRunning
-    const values = records.filter(r => r.type === "attributes").map(r => r.oldValue);
-    const app = document.querySelector("[data-testid='stApp']");
-    values.push(app ? app.getAttribute("data-test-script-state") : null);
-    for (const value of values) {
-      if (value === "notRunning" && last !== null && last !== "notRunning") window.__finishedRuns += 1;
-      if (value !== null) last = value;
-    }
-  });
-  document.addEventListener("DOMContentLoaded", () => observer.observe(document.documentElement,
-    {subtree: true, childList: true, attributes: true, attributeOldValue: true,
-     attributeFilter: ["data-test-script-state"]}));
-})();
-"""
+
+class RunCounter:
+    """Counts the app's finished script runs in one tab from the server's own messages (a ForwardMsg
+    `script_finished`, read off the websocket), so a test waits for the run its action caused instead of
+    guessing with a pause. stApp's data-test-script-state cannot tell: React can commit running and
+    notRunning in one render, and a fast run never shows as running."""
+
+    def __init__(self, tab):
+        self.finished = 0
+        self.settled = 0
+        tab.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if isinstance(payload, str):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(payload)
+        except DecodeError:
+            return
+        if message.WhichOneof("type") == "script_finished" and \
+                message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:  # the rerun that replaced it counts
+            self.finished += 1
 
 
 def new_tab(browser, app_url: str, **context_options):
     """A tab in a fresh context (own cookies, own Streamlit session) that counts the app's runs."""
     context = browser.new_context(base_url=app_url, **{"viewport": VIEWPORT} | context_options)
     context.set_default_timeout(30_000)
-    context.add_init_script(COUNT_RUNS)
-    return context.new_page()
+    tab = context.new_page()
+    tab.runs = RunCounter(tab)  # on the tab: pytest imports this conftest under two module names
+    return tab
 
 
 @pytest.fixture
@@ -102,15 +106,17 @@ def page(browser, app_url):
 
 
 def settle(tab) -> None:
-    """Wait until a script run has finished since the last settle (the action before this one caused it) and
-    the app is idle, as Streamlit's own e2e tests wait; then, a frame later, idle still: a run can ask for
-    another (a rewritten URL, a fragment). How fast a page is belongs to the benchmarks; here a slow run under
-    load only waits longer."""
-    tab.wait_for_function("window.__finishedRuns > window.__settledRuns", timeout=RUN_S * 1000)
-    tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
+    """Wait until a script run has finished since the last settle (the action before this one caused it), the
+    browser has drawn what it sent (two animation frames), and the app is idle, as Streamlit's own e2e tests
+    wait. How fast a page is belongs to the benchmarks; here a slow run under load only waits longer."""
+    runs = tab.runs
+    deadline = time.monotonic() + RUN_S
+    while runs.finished <= runs.settled:
+        assert time.monotonic() < deadline, f"no script run finished within {RUN_S} s on {tab.url}"
+        tab.wait_for_timeout(20)  # lets playwright deliver the websocket's frames to the counter
     tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
-    tab.evaluate("() => { window.__settledRuns = window.__finishedRuns; }")
+    runs.settled = runs.finished
 
 
 def open_url(tab, path: str) -> None:

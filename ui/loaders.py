@@ -50,10 +50,7 @@ def prompt_ids(page, text: str, vocab: CharVocab, limit: int):
 @st.cache_resource(show_spinner="Loading the fine-tuned classifier…")
 def finetuned_classifier() -> tuple[SequenceClassifier, CharVocab, dict]:
     """The LM fine-tuned with GPT's L3 on the shipped task, with its head W_y (003 eq. 68)."""
-    lm, vocab, extra = char_model("finetuned")
-    clf = SequenceClassifier(lm, n_classes=2)
-    clf.W_y.load_state_dict({"weight": extra["W_y"], "bias": extra["b_y"]})
-    return clf.eval(), vocab, extra
+    return train.load_classifier()
 
 
 @st.cache_resource(show_spinner="Loading a word2vec checkpoint…")

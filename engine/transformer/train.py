@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from engine.transformer.model import ModelConfig, TransformerLM, save_checkpoint
+from engine.transformer.model import ModelConfig, TransformerLM, load_checkpoint, save_checkpoint
 from engine.transformer.objectives import SequenceClassifier, causal_targets, mlm_batch, shuffle_words
 from engine.transformer.text import CharVocab, load_corpus
 
@@ -152,6 +152,22 @@ def finetune(lm: TransformerLM, vocab: CharVocab, seed: int, steps: int = 150) -
     print(f"fine-tuned: held-out accuracy {accuracy:.3f}", flush=True)
     return clf, {"held_out_accuracy": accuracy, "held_out_L1": float(out["L1"]), "held_out_L2": float(out["L2"]),
                  "lambda": LAMBDA, "steps": steps}
+
+
+def load_classifier(path: Path = CHECKPOINTS / "char_finetuned.pt") -> tuple[SequenceClassifier, CharVocab, dict]:
+    """The fine-tuned LM with its head W_y (003 eq. 68), in eval mode, its vocabulary and its metrics."""
+    lm, extra = load_checkpoint(path)
+    clf = SequenceClassifier(lm, n_classes=2)
+    clf.W_y.load_state_dict({"weight": extra.pop("W_y"), "bias": extra.pop("b_y")})
+    return clf.eval(), CharVocab(extra.pop("vocab")), extra
+
+
+@torch.no_grad()
+def held_out_accuracy(clf: SequenceClassifier, vocab: CharVocab, seed: int, n: int = 400) -> float:
+    """Share of n held-out snippets of the labelled task, drawn with `seed`, that the classifier gets right."""
+    _, test_ids = split(vocab.encode(load_corpus()))
+    ids, labels = labelled_task(test_ids, n, torch.Generator().manual_seed(seed), vocab)
+    return float((clf.eval()(ids, labels, LAMBDA)["logits"].argmax(-1) == labels).float().mean())
 
 
 def main() -> None:

@@ -4,7 +4,6 @@ import torch
 
 from engine.transformer import train
 from engine.transformer.model import load_checkpoint
-from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab, load_corpus
 
 
@@ -19,16 +18,9 @@ def test_lm_checkpoints_reproduce_their_held_out_loss(objective):
 
 
 def test_finetuned_checkpoint_reproduces_its_accuracy():
-    lm, extra = load_checkpoint(train.CHECKPOINTS / "char_finetuned.pt")
-    vocab = CharVocab(extra["vocab"])
-    clf = SequenceClassifier(lm, 2)
-    clf.W_y.load_state_dict({"weight": extra["W_y"], "bias": extra["b_y"]})
-    _, test_ids = train.split(vocab.encode(load_corpus()))
-    ids, labels = train.labelled_task(test_ids, 400, torch.Generator().manual_seed(4321), vocab)
-    with torch.no_grad():
-        logits = clf.eval()(ids, labels, train.LAMBDA)["logits"]
-    accuracy = float((logits.argmax(-1) == labels).float().mean())
-    assert accuracy == pytest.approx(extra["metrics"]["held_out_accuracy"], abs=1e-9)
+    clf, vocab, extra = train.load_classifier()  # weights_only=True inside
+    assert train.held_out_accuracy(clf, vocab, seed=4321) == pytest.approx(extra["metrics"]["held_out_accuracy"],
+                                                                           abs=1e-9)
 
 
 def test_checkpoints_are_plain_data():

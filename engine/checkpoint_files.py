@@ -34,9 +34,13 @@ def _manifest(directory: Path) -> dict[str, str]:
     return {name: digest for digest, name in (line.split(maxsplit=1) for line in path.read_text().splitlines())}
 
 
+def git_restore(path: Path) -> str:
+    """The command that puts a tracked file back as the repository has it."""
+    return f"git checkout -- {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+
+
 def _restore(path: Path) -> str:
-    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return (f"restore it with `git checkout -- {where}`, or retrain it (README, “Data and models we train”); "
+    return (f"restore it with `{git_restore(path)}`, or retrain it (README, “Data and models we train”); "
             "every other page works without it")
 
 

@@ -5,7 +5,7 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-from engine.checkpoint_files import ROOT, ModelFileError
+from engine.checkpoint_files import ModelFileError, git_restore
 from engine.efficiency.sweep import Point
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
@@ -43,8 +43,7 @@ def load_results(path: Path) -> dict | None:
     broken."""
     if not path.exists():
         return None
-    restore = (f"restore it with `git checkout -- {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}` "
-               "or rerun `python -m benchmarks.flash`")
+    restore = f"restore it with `{git_restore(path)}` or rerun `python -m benchmarks.flash`"
     try:
         return validate(json.loads(path.read_text()))
     except (OSError, json.JSONDecodeError, ValueError) as error:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
 from engine.decoding.ranking import ranked_hypotheses, winners
-from engine.decoding.search import search
+from engine.decoding.search import Pruning, search
 from ui import figures
 from ui.defaults import STUDY_MODEL, error_study
 from ui.loaders import decoding_model, seq2seq_checkpoint
@@ -15,12 +15,14 @@ MODELS = ["additive", "additive_coverage", "dot", "lm"]
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the coverage penalty finds the answer
 RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
               "gnmt_star": "log P / lp* + cp + ep"}
+PRUNINGS = {"log P": None, "GNMT score": "gnmt"}  # what the beam keeps at every step
 
 
 def _hover(node, hypothesis, label, tree) -> str:
     """Every term of a node: its token's and prefix's log-probabilities and, when finished, each score."""
     lines = [f"“{label(tree.tokens(node.id))}”", f"log p(token) = {node.log_p:.4f}",
-             f"log P(prefix) = {node.cum_log_p:.4f}", f"depth {node.depth}, {node.status}"]
+             f"log P(prefix) = {node.cum_log_p:.4f}", f"pruned by: {node.score:.4f}",
+             f"depth {node.depth}, {node.status}"]
     if hypothesis is not None:
         t = hypothesis.terms
         lines += [f"lp = {t['lp']:.4f}, lp* = {t['lp_star']:.4f}, cp = {t['cp']:.4f}, ep = {t['ep']:.4f}"]
@@ -41,7 +43,7 @@ name = page.select("Model", "model", MODELS, where=c1,
                    help="additive, additive_coverage, dot: the date models; lm: the character TransformerLM")
 text = page.text("Input (a date) or prompt (lm)", "text", DEFAULT_TEXT, max_chars=200, where=c2)
 method = page.select("Search", "method", ["beam", "greedy", "exhaustive"], where=c3)
-c1, c2, c3, c4, c5 = st.columns(5)
+c1, c2, c3, c4, c5, c6 = st.columns(6)
 # a beam wider than the output vocabulary (15 tokens for a date model) only errors
 widest = 16 if name == "lm" else seq2seq_checkpoint(name)[0].output_size
 width = page.slider("Beam width W", "W", 1, widest, 4, where=c1)
@@ -49,12 +51,51 @@ max_len = page.slider("Maximum length T", "T", 1, 30, 12, where=c2)
 alpha = page.slider("α (length)", "alpha", 0.0, 2.0, 0.6, 0.1, where=c3)
 beta = page.slider("β (coverage)", "beta", 0.0, 1.0, 0.2, 0.05, where=c4)
 gamma = page.slider("γ (length ratio)", "gamma", 0.0, 1.0, 0.0, 0.05, where=c5)
+prune_by = page.select("Prune beams by", "prune", list(PRUNINGS), where=c6,
+                       help="log P: the penalties only rank finished hypotheses. GNMT score: every step's beam "
+                            "is chosen by log P / lp + cp + ep of the prefixes, as GNMT's decoder scores its beams")
+
+
+def run_search(model, scoring: Scoring, pruning_name: str):
+    rule = PRUNINGS[pruning_name]
+    tree = search(model, method, width, max_len, pruned_shown=None if method == "exhaustive" else 2 * max(width, 1),
+                  pruning=Pruning(scoring, rule) if rule else None)
+    found = ranked_hypotheses(tree, scoring, model.source_length)
+    return tree, found, winners(found)
+
+
+def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
+    """What each rule outputs under the pruning in force and, for beam search, under the other one."""
+    outputs = {prune_by: {rule: label(tree.tokens(node)) for rule, node in best.items()}}
+    if method == "beam":
+        other = next(p for p in PRUNINGS if p != prune_by)
+        other_tree, _, other_best = run_search(model, scoring, other)
+        outputs[other] = {rule: label(other_tree.tokens(node)) for rule, node in other_best.items()}
+    disagree = len(set(outputs[prune_by].values())) > 1
+    st.markdown("**What each rule outputs**" + (" (they disagree)" if disagree else ""))
+    st.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
+                  **{f"beam pruned by {p}" + (" (in force)" if p == prune_by else ""): [outputs[p][r] for r in RULES]
+                     for p in outputs}}, hide_index=True)
+    st.caption(f"{SYMBOLS}{', ⏎ a new line' if name == 'lm' else ''}.")
+    in_force = ("the beam keeps the W best prefixes by raw log P and the penalties only rank the finished "
+                "hypotheses" if prune_by == "log P" else
+                "the beam keeps the W best prefixes by log P / lp + cp + ep of each prefix, as GNMT's decoder "
+                "scores its beams, and every rule then ranks the finished hypotheses")
+    if method != "beam":
+        compared = "Greedy search keeps one prefix and exhaustive search all of them, so the pruning changes nothing."
+    elif len(outputs) == 2 and outputs[prune_by] != outputs[other]:
+        compared = "**The two prunings return different winners here.**"
+    else:
+        compared = "Both prunings return the same winners here."
+    st.caption(f"In force: {in_force}. |Y| counts the generated tokens, the end symbol ■ included. At one step "
+               "every candidate has the same |Y|, so lp and ep shift them all alike and only cp (date models, "
+               f"β > 0) can reorder them. {compared}")
+
+
 with page.guard():
     model = decoding_model(name, text, page)
     scoring = Scoring(alpha, beta, gamma)
-    tree = search(model, method, width, max_len, pruned_shown=None if method == "exhaustive" else 2 * max(width, 1))
-    found = ranked_hypotheses(tree, scoring, model.source_length)
-    best = winners(found)
+    tree, found, best = run_search(model, scoring, prune_by)
     label = lambda tokens: "".join(model.label(t) for t in tokens)  # noqa: E731
     left, right = st.columns([3, 2])
     with left:
@@ -74,12 +115,8 @@ with page.guard():
             ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
         )
         if best:
-            outputs = {rule: label(tree.tokens(node)) for rule, node in best.items()}
-            st.markdown("**What each rule outputs**" + (" (they disagree)" if len(set(outputs.values())) > 1 else ""))
-            st.dataframe({"rule": [RULE_NAMES[r] for r in RULES], "output": [outputs[r] for r in RULES]},
-                         hide_index=True)
-            st.caption(f"{SYMBOLS}{', ⏎ a new line' if name == 'lm' else ''}.")
-        if text == DEFAULT_TEXT and name == "additive":
+            rule_outputs(model, scoring, tree, best, label)
+        if text == DEFAULT_TEXT and name == "additive" and prune_by == "log P":
             st.caption("On this input the model skips a digit: raw log P, and log P / |Y|^α, prefer the shorter "
                        "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "
                        "together pick “1950-03-31■”. Set α or β to 0 to lose it, or W to 1: greedy search never "

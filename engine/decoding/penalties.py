@@ -24,11 +24,14 @@ def lp_star(length: int, alpha: float) -> float:
 def cp(attention: torch.Tensor, beta: float) -> float:
     """000 eq. 37: β Σ_j log(min(Σ_i a_ij, 1)) over an attention matrix (|Y|, |X|). A source position no
     step attended to gives log 0 = −∞, as eq. 40's first matrix shows."""
+    return float(coverage_penalty(attention.double().sum(0), beta))
+
+
+def coverage_penalty(coverage: torch.Tensor, beta: float) -> torch.Tensor:
+    """Eq. 37 from the coverage vectors Σ_i a_ij (..., |X|) it sums over: (...,)."""
     if beta == 0:
-        return 0.0
-    column = attention.double().sum(0).clamp(max=1.0)  # (|X|,)
-    total = float(torch.log(column).sum())
-    return beta * total
+        return torch.zeros(coverage.shape[:-1], dtype=torch.float64)
+    return beta * torch.log(coverage.double().clamp(max=1.0)).sum(-1)
 
 
 def ep(length: int, source_length: int, gamma: float) -> float:
@@ -59,6 +62,20 @@ class Scoring:
             "gnmt": log_p / gnmt_lp + coverage + bonus,  # eq. 34 with eq. 35, plus eq. 41
             "gnmt_star": log_p / gnmt_lp_star + coverage + bonus,  # the same with lp*
         }
+
+    def prefix_scores(self, rule: str, log_p: torch.Tensor, length: int, coverage: torch.Tensor | None,
+                      source_length: int) -> torch.Tensor:
+        """`rule`'s score of every candidate prefix at one step of a search, as terms() scores a finished
+        hypothesis: log P (B, N) of prefixes of `length` tokens, coverage (B, |X|) of each parent's path with
+        this step's attention, or None for a model without a source. (B, N), float64."""
+        length = max(length, 1)
+        divisor = {"raw": 1.0, "mean": lp_star(length, self.alpha), "gnmt": lp(length, self.alpha),
+                   "gnmt_star": lp_star(length, self.alpha)}[rule]
+        score = log_p.double() / divisor
+        if rule in ("gnmt", "gnmt_star"):
+            penalty = coverage_penalty(coverage, self.beta) if coverage is not None else torch.zeros(len(score))
+            score = score + penalty[:, None] + ep(length, source_length, self.gamma)
+        return score
 
 
 def figure_1(alphas: list[float], max_length: int = 50) -> dict[str, list[float]]:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import torch
 
+from engine.decoding.penalties import RULES, Scoring
 from engine.errors import InputError
 
 MAX_EXPANSIONS = 200_000  # exhaustive search refuses trees larger than this
@@ -37,6 +38,7 @@ class Node:
     token: int
     log_p: float  # log Pr(token | prefix)
     cum_log_p: float  # log Pr of the whole prefix, eq. 31
+    score: float  # what the search ranked it by: cum_log_p, or a rule's penalised score of the prefix
     depth: int
     status: str = "kept"  # "kept", "pruned" (dropped from the beam) or "finished" (ended with EOS or at max length)
     attention: torch.Tensor | None = None  # (S,) this step's attention over the source
@@ -69,9 +71,24 @@ class SearchTree:
         return [n for n in self.nodes if n.status == "finished"]
 
 
-def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: int | None = None) -> SearchTree:
+@dataclass(frozen=True)
+class Pruning:
+    """Prune the beam by a rule's penalised score of each prefix at every step, as GNMT's decoder scores its
+    beams, instead of by raw log P. |Y| of a prefix counts its generated tokens, this step's included."""
+
+    scoring: Scoring
+    rule: str = "gnmt"
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}")
+
+
+def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: int | None = None,
+           pruning: Pruning | None = None) -> SearchTree:
     """method "greedy" (width 1), "beam" (width W) or "exhaustive" (every prefix kept). The tree holds every
-    survivor and, per step, the best `pruned_shown` of the dropped candidates (None: all of them)."""
+    survivor and, per step, the best `pruned_shown` of the dropped candidates (None: all of them). Without
+    `pruning` the beam keeps the best raw log P; the penalties then only rank the finished hypotheses."""
     if max_len < 1:
         raise InputError("the maximum length must be at least 1")
     if method == "exhaustive":
@@ -89,27 +106,33 @@ def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: 
             raise InputError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): at most {model.vocab_size}")
     else:
         raise ValueError(f"unknown method {method!r}")
-    return _expand(model, method, width, max_len, pruned_shown)
+    return _expand(model, method, width, max_len, pruned_shown, pruning)
 
 
-def _expand(model: Stepper, method: str, width: int | None, max_len: int, pruned_shown: int | None) -> SearchTree:
+def _expand(model: Stepper, method: str, width: int | None, max_len: int, pruned_shown: int | None,
+            pruning: Pruning | None) -> SearchTree:
     tree = SearchTree(method, width or model.vocab_size)
-    tree.nodes.append(Node(0, None, model.bos, 0.0, 0.0, 0))
+    tree.nodes.append(Node(0, None, model.bos, 0.0, 0.0, 0.0, 0))
     model.start()
     live = [0]  # node ids of the prefixes the model's last call extended
+    coverage = None  # (B, S) Σ of each live prefix's attention rows, for cp while pruning
     last, parents = torch.tensor([model.bos]), torch.tensor([0])
     for depth in range(1, max_len + 1):
         log_p, attention = model.step(last, parents)  # (B, N), (B, S) or None
         cum = torch.tensor([tree.nodes[i].cum_log_p for i in live], dtype=torch.float64)[:, None] + log_p.double()
+        if attention is not None:
+            coverage = attention.double() + (coverage[parents] if coverage is not None else 0.0)
+        score = cum if pruning is None else pruning.scoring.prefix_scores(
+            pruning.rule, cum, depth, coverage, model.source_length)
         keep = cum.numel() if width is None else min(width, cum.numel())
-        order = cum.flatten().argsort(descending=True)
+        order = score.flatten().argsort(descending=True, stable=True)
         chosen = set(order[:keep].tolist())
         shown = order if pruned_shown is None else order[:keep + pruned_shown]
         next_live, next_last, next_parents = [], [], []
         for flat in shown.tolist():  # the best `keep` survive; the rest are pruned
             b, token = divmod(flat, log_p.shape[1])
-            node = Node(len(tree.nodes), live[b], token, float(log_p[b, token]), float(cum[b, token]), depth,
-                        attention=attention[b] if attention is not None else None)
+            node = Node(len(tree.nodes), live[b], token, float(log_p[b, token]), float(cum[b, token]),
+                        float(score[b, token]), depth, attention=attention[b] if attention is not None else None)
             tree.nodes.append(node)
             if flat not in chosen:
                 node.status = "pruned"

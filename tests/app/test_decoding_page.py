@@ -4,12 +4,13 @@ from __future__ import annotations
 from engine.decoding.models import Seq2SeqStepper
 from engine.decoding.penalties import Scoring
 from engine.decoding.ranking import ranked_hypotheses, winners
-from engine.decoding.search import search
+from engine.decoding.search import Pruning, search
 from engine.seq2seq.model import load_seq2seq
 from engine.seq2seq.train import CHECKPOINTS
 from tests.app.conftest import assert_clean, figures, open_page, texts
 
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"
+IN_FORCE = "beam pruned by log P (in force)"
 
 
 def test_default_search_table_and_winners_match_the_engine():
@@ -23,7 +24,7 @@ def test_default_search_table_and_winners_match_the_engine():
     assert list(table["hypothesis"]) == ["".join(model.label(t) for t in h.tokens) for h in found]
     outputs = at.dataframe[0].value
     gnmt = winners(found)["gnmt"]
-    assert outputs["output"].iloc[2] == "".join(model.label(t) for t in tree.tokens(gnmt))
+    assert outputs[IN_FORCE].iloc[2] == "".join(model.label(t) for t in tree.tokens(gnmt))
     assert any(title.startswith(f"beam search: {len(tree.nodes):,} nodes") for title in figures(at))
 
 
@@ -32,7 +33,7 @@ def test_default_input_shows_the_penalties_at_work():
     says so beside the table."""
     at = open_page("decoding_lab")
     assert_clean(at)
-    outputs = dict(zip(at.dataframe[0].value["rule"], at.dataframe[0].value["output"]))
+    outputs = dict(zip(at.dataframe[0].value["rule"], at.dataframe[0].value[IN_FORCE]))
     assert outputs["log P"] == "195-03-31■"
     assert outputs["GNMT: log P / lp + cp + ep"] == "1950-03-31■"
     assert any("coverage penalties" in t and "195-03-31" in t for t in texts(at))
@@ -55,7 +56,7 @@ def test_eq40_matrices_show_minus_infinity_and_zero():
 def test_without_penalties_every_rule_outputs_the_same():
     at = open_page("decoding_lab", alpha="0.0", beta="0.0", gamma="0.0")
     assert_clean(at)
-    assert at.dataframe[0].value["output"].nunique() == 1
+    assert at.dataframe[0].value[IN_FORCE].nunique() == 1
 
 
 def test_bad_settings_get_messages():
@@ -80,3 +81,28 @@ def test_small_exhaustive_search_and_the_language_model():
     lm = open_page("decoding_lab", model="lm", text="The government", W="2", T="8")
     assert_clean(lm)
     assert any("no attention matrix" in i.value for i in lm.info)
+
+
+def test_pruning_by_the_gnmt_score_is_a_choice_and_the_page_says_which_is_in_force():
+    settings = dict(model="dot", W="2", T="12", alpha="0.6", beta="0.5", gamma="0.0")
+    stepper = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "dot.pt")[0], DEFAULT_TEXT)
+    scoring = Scoring(0.6, 0.5, 0.0)
+    label = lambda tree, node: "".join(stepper.label(t) for t in tree.tokens(node))  # noqa: E731
+    by_rule = {}
+    for name, pruning in (("log P", None), ("GNMT score", Pruning(scoring))):
+        tree = search(stepper, "beam", 2, 12, pruned_shown=4, pruning=pruning)
+        by_rule[name] = {rule: label(tree, node) for rule, node in
+                         winners(ranked_hypotheses(tree, scoring, stepper.source_length)).items()}
+    assert by_rule["log P"] != by_rule["GNMT score"]  # on this input the two prunings disagree
+    for prune in ("log P", "GNMT score"):
+        at = open_page("decoding_lab", prune=prune, **settings)
+        assert_clean(at)
+        table = at.dataframe[0].value
+        other = next(p for p in by_rule if p != prune)
+        assert list(table[f"beam pruned by {prune} (in force)"]) == list(by_rule[prune].values())
+        assert list(table[f"beam pruned by {other}"]) == list(by_rule[other].values())
+        said = " ".join(texts(at))
+        assert f"In force: the beam keeps the W best prefixes by {'raw log P' if prune == 'log P' else 'log P / lp'}" \
+            in said
+        assert "|Y| counts the generated tokens, the end symbol ■ included" in said
+        assert "different winners" in said

@@ -7,7 +7,7 @@ import torch
 
 from engine.decoding.penalties import Scoring, cp, ep, eq40_matrices, figure_1, lp, lp_star
 from engine.decoding.ranking import ranked_hypotheses, winners
-from engine.decoding.search import MAX_EXPANSIONS, search
+from engine.decoding.search import MAX_EXPANSIONS, Pruning, search
 from engine.errors import InputError
 
 EOS = 0
@@ -168,3 +168,48 @@ def test_language_model_stepper_with_its_cache_equals_rereading_the_prefix():
                 total += float(torch.log_softmax(lm(seq[None]).logits[0, -1].float(), -1)[token])
                 seq = torch.cat([seq, torch.tensor([token])])
         assert total == pytest.approx(node.cum_log_p, abs=1e-3)
+
+
+def _date_stepper(name: str, text: str = "march 31, 1950 at 4 pm"):
+    from engine.decoding.models import Seq2SeqStepper
+    from engine.seq2seq.model import load_seq2seq
+    from engine.seq2seq.train import CHECKPOINTS
+
+    return Seq2SeqStepper(load_seq2seq(CHECKPOINTS / f"{name}.pt")[0], text)
+
+
+def _shape(tree):
+    return [(n.parent, n.token, n.status) for n in tree.nodes]
+
+
+@pytest.mark.parametrize("rule", ["gnmt", "gnmt_star", "mean", "raw"])
+def test_pruning_by_a_penalised_score_without_penalties_is_raw_pruning(rule):
+    stepper = _date_stepper("dot")
+    raw = search(stepper, "beam", 3, 12, pruned_shown=None)
+    penalised = search(stepper, "beam", 3, 12, pruned_shown=None, pruning=Pruning(Scoring(0, 0, 0), rule))
+    assert _shape(penalised) == _shape(raw)
+
+
+def test_a_penalised_beam_keeps_the_best_prefixes_by_the_rule_scored_over_each_whole_path():
+    # the reference: terms(), the finished-hypothesis score of 000 eq. 34-41, over every candidate's own path
+    stepper, scoring, width = _date_stepper("dot"), Scoring(0.6, 0.5, 0.3), 2
+    tree = search(stepper, "beam", width, 12, pruned_shown=None, pruning=Pruning(scoring, "gnmt"))
+    for depth in range(1, max(n.depth for n in tree.nodes) + 1):
+        candidates = [n for n in tree.nodes if n.depth == depth]
+        by_path = {n.id: scoring.terms(n.cum_log_p, depth, tree.attention(n.id), stepper.source_length)["gnmt"]
+                   for n in candidates}
+        for n in candidates:
+            assert n.score == pytest.approx(by_path[n.id], abs=1e-6)
+        best = sorted(by_path, key=by_path.get, reverse=True)[:width]
+        assert {n.id for n in candidates if n.status != "pruned"} == set(best)
+    raw = search(stepper, "beam", width, 12, pruned_shown=None)
+    assert _shape(raw) != _shape(tree)  # on this input the coverage term changes which prefixes survive
+    finished = lambda t: {tuple(t.tokens(n.id)) for n in t.finished}  # noqa: E731
+    assert finished(raw) != finished(tree)
+
+
+def test_a_language_model_has_no_coverage_so_penalised_pruning_changes_nothing():
+    model = ToyModel(4, 3)
+    raw = search(model, "beam", 3, 6, pruned_shown=None)
+    penalised = search(model, "beam", 3, 6, pruned_shown=None, pruning=Pruning(Scoring(1.5, 1.0, 0.5), "gnmt"))
+    assert _shape(penalised) == _shape(raw)

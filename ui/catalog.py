@@ -14,6 +14,7 @@ SECTIONS = (
     "Attention and Transformers",
     "Positions",
     "Efficiency",
+    "The notes",
 )
 
 
@@ -149,6 +150,11 @@ PAGES = (
     PageInfo("attention_timing", "Timing attention", "Efficiency", ":material/timer:", 2022,
              "Naive, tiled, torch's fused SDPA and our Triton kernel timed against N, live and as recorded on a GPU.",
              "000 §8.8; FlashAttention-2", "upto", needs=("flash_attention",)),
+    PageInfo("notes_errata", "Notes: disagreements and errata", "The notes", ":material/rule:", 2025,
+             "Where the notes contradict each other or err, each computed: what is printed against what holds.",
+             "000 eq. 42, 47, 95, 109, 120-121, 136-137; 001 §1.4-1.5, RoPE appendix; 002 §2.1; 003 §9 eq. 65-70",
+             "show",
+             needs=("rope", "decoupled_rope", "seq2seq_attention")),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

@@ -10,6 +10,7 @@ from engine.seq2seq.decode import unknown_characters
 from ui import figures
 
 SYMBOLS = "␣ is a space, ■ the end of the output"
+DATE_EXAMPLE = "the 3rd of march 2021"  # the Encoder-decoder attention page's default input
 LABEL_KEY = f"Axis labels are a position, counted from 0, and a character: {SYMBOLS}."
 
 

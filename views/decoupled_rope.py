@@ -1,9 +1,12 @@
 import streamlit as st
 import torch
 
+from engine import errata
 from engine.positions import decoupled as mla
-from ui import figures
+from engine.positions.rope import rope_frequencies
+from ui import errata_panel, figures
 from ui.page import Page, equations, gaps
+from ui.positions import rope_base
 
 page = Page("decoupled_rope")
 page.intro(
@@ -13,17 +16,21 @@ page.intro(
     "key a separate small RoPE part, and caches that part's key, k^R, beside c^KV."
 )
 SOURCE_LABELS = {"c^KV (000)": "latent", "h (DeepSeek-V2)": "hidden"}
-c1, c2, c3, c4, c5, c6 = st.columns(6)
+c1, c2, c3, c4 = st.columns(4)
 n_heads = page.slider("Heads", "H", 1, 8, 4, where=c1)
 d_h = page.slider("d_h (content)", "dh", 2, 32, 16, 2, where=c2)
 d_h_rope = page.slider("d_h^R (RoPE)", "dhr", 2, 16, 8, 2, where=c3)
 d_c = page.slider("d_c (latent)", "dc", 1, 64, 16, where=c4)
-T = page.slider("Tokens", "T", 1, 16, 6, where=c5)
+c1, c2, c3 = st.columns(3)
+T = page.slider("Tokens", "T", 1, 16, 6, where=c1)
 source = page.select("k^R computed from", "kr", list(SOURCE_LABELS),
-                     help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t", where=c6)
+                     help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t", where=c2)
+base = rope_base(page, where=c3)
 
 with page.guard():
-    cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, rope_key_from=SOURCE_LABELS[source])
+    frequencies = rope_frequencies(d_h_rope, base)  # validates the base before anything is drawn
+    cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, base=base,
+                        rope_key_from=SOURCE_LABELS[source])
     weights = mla.init_mla(cfg, seed=0)
     h = torch.randn(T, cfg.d_model, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     explicit, absorbed = mla.mla_explicit(h, weights, cfg), mla.mla_absorbed(h, weights, cfg)
@@ -57,3 +64,7 @@ with page.guard():
         )
         st.caption("000 eq. 117 computes the key's RoPE part from c^KV; DeepSeek-V2 computes it from h_t and "
                    "shares it across heads. Switch the source above: absorption holds either way.")
+        turns = ", ".join(f"{float(f):.3g}" for f in frequencies)
+        st.caption(f"RoPE here uses base {base:g} (000's code: 100000; 001 and 002: 10000, as on the RoPE page): "
+                   f"the {d_h_rope // 2} pairs of q^R and k^R turn by {turns} radians per position.")
+    errata_panel.show(errata.mla_query_cache(n_heads, d_c, d_h_rope))

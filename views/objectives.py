@@ -3,9 +3,10 @@ import random
 import streamlit as st
 import torch
 
+from engine import errata
 from engine.errors import InputError
 from engine.transformer.objectives import causal_targets, mlm_batch, positionwise_loss, shuffle_words
-from ui import figures
+from ui import errata_panel, figures
 from ui.loaders import char_model, finetuned_classifier, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
@@ -53,8 +54,7 @@ with page.guard():
             ("003 eq. 68-69, GPT's L2", r"L_2 = \sum_{(x, y)} \log \mathrm{softmax}(h_l^m W_y)_y"),
             ("GPT §3.2 (003 eq. 70 with λ)", r"L_3 = L_2 + \lambda\, L_1"),
         )
-        st.caption("003 names both the LM and the classification objective L1 and writes L3 = L1 + L2; GPT's "
-                   "paper calls them L1 and L2 and weights the LM term by λ. Written here as losses (negated).")
+        st.caption("Written here as losses (negated). 003 names these objectives differently: see below.")
         st.caption(
             f"On held-out text the causal LM scores {causal_extra['metrics']['held_out_loss']:.2f} nats per "
             f"character and the masked LM {mlm_extra['metrics']['held_out_loss']:.2f} per masked character; "
@@ -87,3 +87,5 @@ with page.guard():
     m2.metric("L2 (classification loss)", f"{float(losses['L2']):.3f}")
     m3.metric(f"L3 = L2 + {lam:g} L1", f"{float(losses['L3']):.3f}")
     m4.metric("P(as written)", f"{probability:.1%}")
+    errata_panel.show(errata.gpt_objective_names(float(losses["L1"]), float(losses["L2"]), lam,
+                                                 "the fine-tuned model's losses on the text above"))

@@ -2,9 +2,10 @@ import streamlit as st
 import torch
 import torch.nn.functional as F
 
+from engine import errata
 from engine.efficiency.online_softmax import naive_softmax, online_attention, online_softmax, three_pass_softmax
 from engine.errors import InputError
-from ui import figures
+from ui import errata_panel, figures
 from ui.efficiency import online_softmax_figure, output_figure
 from ui.inputs import parse_numbers
 from ui.page import Page, equations, gaps
@@ -96,3 +97,4 @@ with page.guard():
         st.info(f"Without the maximum, e^(x_i) / Σ e^(x_j) gets {wrong} of {N} weights wrong "
                 f"({int(torch.isnan(naive).sum())} NaN): in float32 e^x overflows past x ≈ 88.7 and underflows to 0 "
                 f"below x ≈ −103; the logits here run from {x.min():.6g} to {x.max():.6g}.", icon=":material/info:")
+    errata_panel.show(errata.online_rescaling())

@@ -3,9 +3,11 @@ import math
 import streamlit as st
 import torch
 
+from engine import errata
 from engine.positions import rope
-from ui import figures
+from ui import errata_panel, figures
 from ui.page import Page, equations, gaps
+from ui.positions import rope_base
 
 page = Page("rope")
 page.intro(
@@ -21,7 +23,7 @@ c1, c2, c3, c4 = st.columns(4)
 head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2, where=c1)
 pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS),
                             help="Interleaved: 000's code and 002. Half-split: Llama's rotate_half.", where=c2)
-base = page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000", where=c3)
+base = rope_base(page, where=c3)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 pairing = PAIRING_LABELS[pairing_label]
 
@@ -44,8 +46,9 @@ with page.guard():
         st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, "
                    "10000^{−2i/d}.")
     with left:
-        rotation, relative, matrix, decay, attention, precision = st.tabs(
-            ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision"])
+        rotation, relative, matrix, decay, attention, precision, in_the_notes = st.tabs(
+            ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision",
+             "Errata in the notes"])
 
         with rotation:
             m = page.slider("Position m", "m", 0, 200, 10)
@@ -169,3 +172,8 @@ with page.guard():
                            "angles in float64, or in float32 relative to a nearby reference position.")
             else:
                 st.success("float32 angles are accurate here.")
+
+        with in_the_notes:
+            errata_panel.rotation_figure()
+            for finding in (errata.rope_row_vector(), errata.rope_frequency_formula(), errata.rope_base_and_pairing()):
+                errata_panel.show(finding)

@@ -2,9 +2,10 @@ import numpy as np
 import streamlit as st
 import torch
 
+from engine import errata
 from engine.attention import scoring
 from engine.errors import InputError
-from ui import figures
+from ui import errata_panel, figures
 from ui.inputs import format_matrix, parse_matrix
 from ui.page import Page, equations
 
@@ -15,8 +16,7 @@ page.intro(
     "variants: pick one, and mask padding keys to see them get weight 0."
 )
 # 002 §2.1's worked example: decoder state s_{t-1} as the query, encoder states h_1..h_3 as keys and values.
-EXAMPLE_Q, EXAMPLE_K = np.array([[0.5, 0.2]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-EXAMPLE_PRINTED = {"weights": [0.3374, 0.2501, 0.4125], "context": [0.7499, 0.6626]}  # as 002 prints them
+EXAMPLE_Q, EXAMPLE_K = errata.WORKED_QUERY.numpy(), errata.WORKED_KEYS.numpy()
 SCORING_LABELS = {"Dot": "dot", "Scaled dot": "scaled_dot", "General (bilinear)": "general", "Additive": "additive"}
 MAX_KEYS = 10
 
@@ -106,12 +106,4 @@ with right:
         ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
     )
 if result is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
-    st.subheader("Against the worked example of 002 §2.1")
-    st.dataframe({
-        "quantity": ["α_t1", "α_t2", "α_t3", "c_t[1]", "c_t[2]"],
-        "printed in 002": EXAMPLE_PRINTED["weights"] + EXAMPLE_PRINTED["context"],
-        "computed here": [round(float(x), 4) for x in [*result.weights[0], *result.output[0]]],
-    }, hide_index=True)
-    st.caption("The notes round exp(0.5)/4.8839 = 1.6487/4.8839 to 0.3374 and 2.0138/4.8839 to 0.4125; "
-               "carried out exactly these are 0.3376 and 0.4123, so the context's second entry is 0.6624. "
-               "Both agree to three decimals.")
+    errata_panel.show(errata.worked_example_002())

@@ -3,15 +3,16 @@ import time
 import streamlit as st
 
 from engine.seq2seq.decode import translate
-from ui import figures
+from ui import errata_panel, figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, output_labels
+from ui.seq2seq import DATE_EXAMPLE, LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, output_labels
 
+# 000 scores with the step's own state h_t; our models query with s_{t-1}, as 001 §1.5 does (see the panel below)
 SCORE_EQUATIONS = {
-    "dot": ("000 eq. 42", r"e_{tj} = s_{t-1}^\top z_j"),
-    "general": ("000 eq. 46", r"e_{tj} = s_{t-1}^\top W z_j"),
-    "additive": ("000 eq. 47", r"e_{tj} = v^\top \tanh(W_1 s_{t-1} + W_2 z_j)"),
+    "dot": ("000 eq. 42, queried by 001 §1.5's s_{t−1}", r"e_{tj} = s_{t-1}^\top z_j"),
+    "general": ("000 eq. 46, queried by s_{t−1}", r"e_{tj} = s_{t-1}^\top W z_j"),
+    "additive": ("000 eq. 47, queried by s_{t−1}, with a bias b", r"e_{tj} = v^\top \tanh(W_1 s_{t-1} + W_2 z_j + b)"),
 }
 page = Page("seq2seq_attention")
 page.intro(
@@ -22,7 +23,7 @@ page.intro(
 )
 c1, c2 = st.columns([1, 3])
 score = page.select("Scoring function", "score", list(SCORE_EQUATIONS), "additive", where=c1)
-text = checked_input(page, page.text("A date, as you would write it", "text", "the 3rd of march 2021",
+text = checked_input(page, page.text("A date, as you would write it", "text", DATE_EXAMPLE,
                                      max_chars=200, where=c2))
 model, extra = seq2seq_checkpoint(score)
 with page.guard():
@@ -56,3 +57,5 @@ with page.guard():
         st.metric("Decoding time, attention captured", f"{elapsed_ms:.0f} ms", help="issue goal: 100 ms for 40 characters")
         st.markdown("**Held-out (2,000 generated dates)**")
         metrics_table({name: seq2seq_checkpoint(name)[1]["metrics"] for name in SCORE_EQUATIONS})
+    errata_panel.show(errata_panel.bahdanau_query(score, text, step))
+    errata_panel.show(errata_panel.additive_bias(text))

@@ -7,7 +7,7 @@ import torch
 
 from engine.errors import InputError
 from engine.seq2seq.dates import BOS, EOS, MAX_SOURCE, SOURCE, TARGET, Example, batch, decode_target
-from engine.seq2seq.model import Seq2Seq
+from engine.seq2seq.model import Memory, Seq2Seq
 
 MAX_OUTPUT = 24  # characters: an ISO date is 10, a name and a date about 20
 
@@ -20,6 +20,7 @@ class Translation:
     attention: torch.Tensor  # (T, S) row t: a_t over the source (eq. 42)
     context: torch.Tensor  # (T, D) c_t (eq. 44)
     queries: torch.Tensor  # (T, D) s_{t-1}, the query of step t (001 §1.5)
+    states: torch.Tensor  # (T, D) s_t, the state step t ends in
     coverage: torch.Tensor  # (T, S) c^t before step t (eq. 48)
     covloss: torch.Tensor  # (T,) eq. 49
     gate: torch.Tensor | None  # (T,) g of eq. 53
@@ -70,13 +71,27 @@ def translate(model: Seq2Seq, text: str) -> Translation:
     return Translation(
         source, decode_target(out), out,
         torch.stack([st.attention[0] for st in steps[:T]]), torch.stack([st.context[0] for st in steps[:T]]),
-        torch.stack([s0[0]] + [st.state[0] for st in steps[:T - 1]]),
+        torch.stack([s0[0]] + [st.state[0] for st in steps[:T - 1]]), torch.stack([st.state[0] for st in steps[:T]]),
         torch.stack([st.coverage[0] - st.attention[0] for st in steps[:T]]),
         torch.stack([st.covloss[0] for st in steps[:T]]),
         torch.stack([st.gate[0] for st in steps[:T]]) if pointer else None,
         picked([st.p_vocab for st in steps]) if pointer else None,
         picked([st.p_ptr for st in steps]) if pointer else None,
         picked([st.log_p.exp() for st in steps]))
+
+
+@torch.no_grad()
+def rescored_attention(model: Seq2Seq, result: Translation, queries: torch.Tensor,
+                       query_bias: bool = True) -> torch.Tensor:
+    """Every step's attention over result's source scored again with other queries (T, D), e.g. s_t where the
+    model used s_{t-1}, or without W1's bias: (T, S). The coverage fed to the score is the translation's."""
+    x, _ = batch([Example(result.source, "")])
+    memory, _ = model.encode(x)
+    T = len(queries)
+    expanded = Memory(*(part.expand(T, *part.shape[1:]) for part in
+                        (memory.z, memory.keys, memory.mask, memory.copy_ids)))
+    scores = model.scores(queries, expanded, result.coverage, query_bias).masked_fill(~expanded.mask, float("-inf"))
+    return torch.softmax(scores.float(), dim=1)
 
 
 @torch.no_grad()

@@ -92,10 +92,11 @@ class Seq2Seq(nn.Module):
         keys = z if self.W_key is None else self.W_key(z)
         return Memory(z, keys, mask, self.copy_table[x]), s0
 
-    def scores(self, s: torch.Tensor, memory: Memory, coverage: torch.Tensor) -> torch.Tensor:
-        """e_tj for every source position j: (B, S)."""
+    def scores(self, s: torch.Tensor, memory: Memory, coverage: torch.Tensor, query_bias: bool = True) -> torch.Tensor:
+        """e_tj for every source position j: (B, S). query_bias=False leaves out W1's bias, which eq. 47 lacks."""
         if self.config.score == "additive":
-            features = self.W_query(s)[:, None, :] + memory.keys  # (B, S, D)
+            query = self.W_query(s) if query_bias else s @ self.W_query.weight.T
+            features = query[:, None, :] + memory.keys  # (B, S, D)
             if self.w_coverage is not None:
                 features = features + self.w_coverage(coverage[:, :, None])
             return self.v(torch.tanh(features)).squeeze(2)

@@ -1,0 +1,112 @@
+"""Each place the notes err or disagree, its numbers against a computation written out here."""
+import math
+
+import pytest
+import torch
+
+from engine import errata
+from engine.seq2seq.dates import Example, batch
+from engine.seq2seq.decode import rescored_attention, translate
+from engine.seq2seq.model import load_seq2seq
+from engine.seq2seq.train import CHECKPOINTS
+
+
+def rotate(x: list[float], angle: float) -> list[float]:
+    return [x[0] * math.cos(angle) - x[1] * math.sin(angle), x[0] * math.sin(angle) + x[1] * math.cos(angle)]
+
+
+def test_eq_109s_row_form_turns_the_other_way():
+    finding = errata.rope_row_vector(math.pi / 6)
+    printed, holds = finding.rows["q = (1, 0), θ = 30°"]
+    c, s = math.cos(math.pi / 6), math.sin(math.pi / 6)
+    assert printed == f"q R = ({c:.4g}, {-s:.4g})"  # [1 0] [[c, −s], [s, c]] = [c, −s]
+    assert holds == f"R q = q Rᵀ = ({c:.4g}, {s:.4g})"
+    assert finding.rows["the engine's RoPE of q at angle θ"][1] == f"({c:.4g}, {s:.4g})"
+    # eq. 109 prints t/θ² for every pair; pair i turns by t · base^(−2i/d): d = 4, base 100000, t = 1
+    assert finding.rows["angles of the pairs at t = 1"] == (f"({1e5 ** -0.5:.4g}, {1e5 ** -0.5:.4g})",
+                                                            f"(1, {1e5 ** -0.5:.4g})")
+    ends = errata.rotation_of_the_row_form(math.pi / 6)
+    assert list(ends.values()) == [(1.0, 0.0), tuple(rotate([1, 0], math.pi / 6)), tuple(rotate([1, 0], -math.pi / 6))]
+
+
+def test_eq_95_caches_every_heads_absorbed_query():
+    finding = errata.mla_query_cache(4, 16, 8)
+    assert list(finding.rows.values()) == [("80", "24"), ("66,048", "576")]  # 4·16 + 16 against 16 + 8
+
+
+def test_001s_printed_frequencies_are_the_reciprocal_shifted_by_one():
+    printed, holds = errata.rope_frequency_formula(8).rows["θ_1 … θ_4"]
+    assert printed == "(10, 100, 1000, 1e+04)"
+    assert holds == "(1, 0.1, 0.01, 0.001)"  # 10000^(−2(i−1)/8), i = 1..4
+
+
+def rope_by_hand(x: list[float], position: int, base: float, pairs: list[tuple[int, int]]) -> list[float]:
+    out = list(x)
+    for i, (a, b) in enumerate(pairs):
+        out[a], out[b] = rotate([x[a], x[b]], position / base ** (2 * i / len(x)))
+    return out
+
+
+@pytest.mark.parametrize("pairing, pairs", [("interleaved", [(0, 1), (2, 3)]), ("half", [(0, 2), (1, 3)])])
+def test_the_base_and_the_pairing_change_the_score(pairing, pairs):
+    row = errata.rope_base_and_pairing().rows[f"q·k, {pairing} pairs"]
+    for base, shown in zip((1e4, 1e5), row):
+        q = rope_by_hand([1, 2, 3, 4], 1, base, pairs)
+        k = rope_by_hand([5, 6, 7, 8], 2, base, pairs)
+        assert shown == f"{sum(a * b for a, b in zip(q, k)):.6f}"
+    assert row[0] != row[1]
+
+
+def test_003_drops_gpts_lambda():
+    finding = errata.gpt_objective_names(2.0, 0.5, 0.5, "illustrative")
+    assert finding.rows["L3"] == ("L1 + L2 = 2.5000", "L2 + 0.5 L1 = 1.5000")
+
+
+def test_the_additive_models_bias_and_what_dropping_it_does():
+    model, _ = load_seq2seq(CHECKPOINTS / "additive.pt")
+    result = translate(model, "the 3rd of march 2021")
+    without = rescored_attention(model, result, result.queries, query_bias=False)
+    with torch.no_grad():  # eq. 47 as printed, by hand: vᵀ tanh(W1 s + W2 z), no bias
+        memory, _ = model.encode(batch([Example(result.source, "")])[0])
+        W1, W2, v = model.W_query.weight, model.W_key.weight, model.v.weight[0]
+        scores = torch.tanh((result.queries @ W1.T)[:, None, :] + (memory.z[0] @ W2.T)[None]) @ v  # (T, S)
+    torch.testing.assert_close(without, torch.softmax(scores, 1), atol=1e-5, rtol=1e-4)
+    assert (without - result.attention).abs().max() > 1e-3  # the bias matters
+    bias = model.W_query.bias.detach()
+    finding = errata.additive_bias(float(bias.norm()), bias.numel(), float((without - result.attention).abs().max()))
+    assert finding.rows["bias inside the tanh"][1].startswith(f"b with {bias.numel()} entries")
+
+
+def test_the_query_of_eq_42_against_001s():
+    model, _ = load_seq2seq(CHECKPOINTS / "dot.pt")
+    result = translate(model, "the 3rd of march 2021")
+    torch.testing.assert_close(rescored_attention(model, result, result.queries), result.attention)  # as trained
+    with torch.no_grad():
+        memory, _ = model.encode(batch([Example(result.source, "")])[0])
+    by_hand = torch.softmax(result.states @ memory.z[0].T, 1)  # eq. 42 with the step's own state: softmax_j h_t·z_j
+    current = rescored_attention(model, result, result.states)
+    torch.testing.assert_close(current, by_hand, atol=1e-5, rtol=1e-4)
+    finding = errata.bahdanau_query(result.attention, current, 4)
+    assert finding.rows["largest difference of a weight, all steps"][1] == \
+        f"{float((result.attention - current).abs().max()):.4f}"
+
+
+def test_002s_worked_example_against_its_own_exponentials():
+    e = [math.exp(0.5), math.exp(0.2), math.exp(0.7)]  # s·h_j for s = (0.5, 0.2), h = (1, 0), (0, 1), (1, 1)
+    weights = [x / sum(e) for x in e]
+    context = [weights[0] + weights[2], weights[1] + weights[2]]
+    rows = errata.worked_example_002().rows
+    assert [computed for _, computed in rows.values()] == [f"{x:.4f}" for x in weights + context]
+    assert [printed for printed, _ in rows.values()] == ["0.3374", "0.2501", "0.4125", "0.7499", "0.6626"]
+    assert [p == c for p, c in rows.values()] == [False, True, False, True, False]
+
+
+def test_eq_137s_printed_rescaling_against_softmax():
+    rows = errata.online_rescaling([1.0, 3.0, 2.0]).rows
+    e = [math.exp(v) for v in (1.0, 3.0, 2.0)]
+    softmax = f"({', '.join(f'{v / sum(e):.4g}' for v in e)})"
+    assert rows["o_N"][1] == rows["softmax(x) directly"][1] == softmax
+    # as printed, o_1 = 1 is moved from m = 1 to m = 3 by e^{+2} instead of e^{−2}: its weight is e^4 too large
+    assert rows["o_N"][0].startswith(f"({e[0] / sum(e) * math.exp(4):.4g},")
+    total = (e[0] * math.exp(4) + e[1] + e[2]) / sum(e)
+    assert rows["Σ of o_N's entries (softmax weights sum to 1)"] == (f"{total:.4g}", "1")

@@ -1,0 +1,57 @@
+"""Where the notes disagree or err (engine/errata.py): one panel, drawn on the page each finding concerns and
+again on the page that gathers them all."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import errata
+from engine.errata import Erratum
+from engine.seq2seq.decode import rescored_attention, translate
+from ui import figures
+from ui.catalog import BY_SLUG
+from ui.loaders import seq2seq_checkpoint
+
+GATHERED = "notes_errata"  # the page that lists every finding
+
+
+def show(erratum: Erratum, gathered: bool = False) -> None:
+    """The finding, its numbers side by side and a link: to the page that computes it when `gathered`, else
+    to the page that gathers them all."""
+    heading = f"{'Erratum' if erratum.kind == 'error' else 'The notes disagree'}: {erratum.title} ({erratum.where})"
+    box = st.container(border=True) if gathered else st.expander(heading, expanded=True)
+    with box:
+        if gathered:
+            st.markdown(f"**{heading}**")
+        st.markdown(erratum.text)
+        first, second = erratum.columns
+        st.dataframe({"": list(erratum.rows), first: [a for a, _ in erratum.rows.values()],
+                      second: [b for _, b in erratum.rows.values()]}, hide_index=True)
+        target = BY_SLUG[erratum.page] if gathered else BY_SLUG[GATHERED]
+        st.markdown(f"{'Computed on' if gathered else 'Every finding'}: [{target.title}]({target.slug})")
+
+
+def additive_bias(text: str) -> Erratum:
+    """Our additive seq2seq model's W1 bias, and how far the attention moves on `text` without it."""
+    model = seq2seq_checkpoint("additive")[0]
+    result = translate(model, text)
+    without = rescored_attention(model, result, result.queries, query_bias=False)
+    bias = model.W_query.bias.detach()
+    return errata.additive_bias(float(bias.norm()), bias.numel(), float((without - result.attention).abs().max()))
+
+
+def bahdanau_query(model_name: str, text: str, step: int) -> Erratum:
+    """A model's attention on `text` queried by s_{t−1}, as trained, and by s_t, as 000 eq. 42 prints it."""
+    model = seq2seq_checkpoint(model_name)[0]
+    result = translate(model, text)
+    return errata.bahdanau_query(result.attention, rescored_attention(model, result, result.states),
+                                 min(step, len(result.attention) - 1))
+
+
+def rotation_figure() -> None:
+    """000 eq. 109's two lines drawn: the row form turns q the other way."""
+    ends = errata.rotation_of_the_row_form()
+    figures.show(figures.points_and_curves(
+        {name: ([x], [y]) for name, (x, y) in ends.items()},
+        {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
+        title="000 eq. 109 at θ = 30°: R q turns q by +θ, the printed q R by −θ", equal_axes=True, paired=True,
+        height=340))

@@ -1,0 +1,40 @@
+import streamlit as st
+
+from engine import errata
+from engine.positions.decoupled import MLAConfig
+from ui import errata_panel
+from ui.loaders import finetuned_classifier
+from ui.page import Page
+from ui.seq2seq import DATE_EXAMPLE
+
+page = Page("notes_errata")
+page.intro(
+    "The notes this app follows are mostly right, and where they are not it matters to a reader checking the "
+    "app against them. Each finding below is computed by the engine, shown with its numbers on the page it "
+    "concerns, and gathered here: errors (a formula or number that is false as printed) and disagreements "
+    "(two notes choosing differently, where the pages let you choose)."
+)
+KINDS = {"every finding": ("error", "disagreement"), "errors": ("error",), "disagreements": ("disagreement",)}
+shown = page.select("Show", "show", list(KINDS))
+
+mla = MLAConfig()  # the Decoupled RoPE page's defaults
+fine = finetuned_classifier()[2]["metrics"]
+with page.guard():
+    findings = [
+        errata.rope_row_vector(), errata.mla_query_cache(mla.n_heads, mla.d_c, mla.d_h_rope),
+        errata.rope_frequency_formula(), errata.rope_base_and_pairing(),
+        errata.gpt_objective_names(fine["held_out_L1"], fine["held_out_L2"], fine["lambda"],
+                                   "the fine-tuned character model's mean losses on 400 held-out snippets"),
+        errata_panel.bahdanau_query("dot", DATE_EXAMPLE, 4),  # step 4: that page's default
+        errata_panel.additive_bias(DATE_EXAMPLE),
+        errata.worked_example_002(), errata.online_rescaling(),
+    ]
+    left, right = st.columns([3, 2])
+    with right:
+        errata_panel.rotation_figure()
+        st.dataframe({"finding": [f.title for f in findings], "where": [f.where for f in findings],
+                      "kind": [f.kind for f in findings]}, hide_index=True)
+    with left:
+        for finding in findings:
+            if finding.kind in KINDS[shown]:
+                errata_panel.show(finding, gathered=True)

@@ -6,6 +6,7 @@ dump by gensim's WikiCorpus). Users may also paste their own text.
 """
 from __future__ import annotations
 
+import bz2
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -42,11 +43,24 @@ def load_corpus(name: str) -> tuple[tuple[str, ...], ...]:
     if name == "lee":
         sentences = tokenize(path.read_text(encoding="utf-8"))
     else:
-        from gensim.corpora.wikicorpus import WikiCorpus
-
-        wiki = WikiCorpus(str(path), dictionary={}, processes=1)
-        sentences = [list(words) for words in wiki.get_texts()]
+        sentences = wiki_articles(path)
     return tuple(tuple(s) for s in chunked(sentences))
+
+
+def wiki_articles(path) -> list[list[str]]:
+    """What gensim's WikiCorpus(path).get_texts() yields (its default filters: main namespace, ≥ 50 tokens),
+    read in this process. get_texts hands articles to a multiprocessing pool even with processes=1, and
+    forking the app's threaded server can deadlock: the Wikipedia sample's first load hung past 150 s in
+    three browser-test runs under load."""
+    from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages, process_article
+
+    articles = []
+    with bz2.BZ2File(path) as dump:
+        for title, text, pageid in extract_pages(dump, filter_namespaces=("0",)):
+            tokens, _, _ = process_article((text, title, pageid))
+            if len(tokens) >= ARTICLE_MIN_WORDS and not any(title.startswith(f"{ns}:") for ns in IGNORED_NAMESPACES):
+                articles.append(tokens)
+    return articles
 
 
 @dataclass

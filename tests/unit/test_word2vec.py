@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.embeddings.corpus import Vocab, load_corpus, tokenize
+from engine.embeddings.corpus import CORPORA, Vocab, load_corpus, tokenize, wiki_articles
 from engine.embeddings.huffman import huffman_tree, path_log_terms, vocabulary_distribution, word_probability
 from engine.embeddings.pairs import cbow_examples, one_hot, skipgram_pairs, training_pairs, windows
 from engine.embeddings.softmax import (
@@ -18,6 +18,17 @@ from engine.embeddings.softmax import (
 )
 from engine.embeddings.word2vec import NOISE_TABLE, Word2VecConfig, _Objective, load_model, save_model, train
 from engine.errors import InputError
+
+
+def test_the_wikipedia_sample_reads_as_gensims_wikicorpus_does():
+    from gensim.corpora.wikicorpus import WikiCorpus
+
+    from engine.gensim_data import gensim_file
+
+    path = gensim_file(CORPORA["wikipedia"])
+    ours = wiki_articles(path)  # without get_texts' process pool
+    assert ours == list(WikiCorpus(str(path), dictionary={}, processes=1).get_texts())
+    assert len(ours) == 106 and sum(map(len, ours)) > 400_000  # the module docstring's 106 articles, 453k words
 
 
 def test_eq6_pairs_of_the_cat_sit_on_the_mat():

@@ -145,8 +145,14 @@ def additive_bias(bias_norm: float, width: int, largest_change: float) -> Erratu
     )
 
 
-def bahdanau_query(previous: torch.Tensor, current: torch.Tensor, step: int) -> Erratum:
-    """001 §1.5 queries with s_{t−1}; 000 eq. 42 with the decoder state of the step itself, h_i."""
+def bahdanau_query(previous: torch.Tensor, current: torch.Tensor, source: str, step: int) -> Erratum:
+    """001 §1.5 queries with s_{t−1}; 000 eq. 42 with the decoder state of the step itself, h_i. previous and
+    current: (T, S) attention over the characters of source."""
+
+    def peak(row: torch.Tensor) -> str:
+        j = int(row.argmax())
+        return f"{j} ‘{source[j]}’, a = {float(row[j]):.3f}"
+
     return Erratum(
         "bahdanau_query", "Which decoder state asks", "000 eq. 42 against 001 §1.5", "seq2seq_attention",
         "disagreement",
@@ -155,7 +161,7 @@ def bahdanau_query(previous: torch.Tensor, current: torch.Tensor, step: int) -> 
         "concatenates the context after it (eq. 45). Our models follow 001. The same score function and keys, "
         "queried both ways on this page's model and input (trained with s_{t−1}, so s_t attends elsewhere):",
         ("s_{t−1} (001 §1.5, our models)", "s_t (000 eq. 42)"),
-        {f"a_t at step {step}": (_vector(previous[step]), _vector(current[step])),
+        {f"step {step}: the character weighted most": (peak(previous[step]), peak(current[step])),
          "largest difference of a weight, all steps": ("", f"{float((previous - current).abs().max()):.4f}")},
     )
 

@@ -43,7 +43,7 @@ def bahdanau_query(model_name: str, text: str, step: int) -> Erratum:
     """A model's attention on `text` queried by s_{t−1}, as trained, and by s_t, as 000 eq. 42 prints it."""
     model = seq2seq_checkpoint(model_name)[0]
     result = translate(model, text)
-    return errata.bahdanau_query(result.attention, rescored_attention(model, result, result.states),
+    return errata.bahdanau_query(result.attention, rescored_attention(model, result, result.states), result.source,
                                  min(step, len(result.attention) - 1))
 
 
@@ -51,7 +51,6 @@ def rotation_figure() -> None:
     """000 eq. 109's two lines drawn: the row form turns q the other way."""
     ends = errata.rotation_of_the_row_form()
     figures.show(figures.points_and_curves(
-        {name: ([x], [y]) for name, (x, y) in ends.items()},
-        {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
+        {}, {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
         title="000 eq. 109 at θ = 30°: R q turns q by +θ, the printed q R by −θ", equal_axes=True, paired=True,
         height=340))

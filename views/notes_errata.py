@@ -3,6 +3,7 @@ import streamlit as st
 from engine import errata
 from engine.positions.decoupled import MLAConfig
 from ui import errata_panel
+from ui.catalog import BY_SLUG
 from ui.loaders import finetuned_classifier
 from ui.page import Page
 from ui.seq2seq import DATE_EXAMPLE
@@ -29,11 +30,12 @@ with page.guard():
         errata_panel.additive_bias(DATE_EXAMPLE),
         errata.worked_example_002(), errata.online_rescaling(),
     ]
+    st.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],
+                  "kind": [f.kind for f in findings], "computed on": [BY_SLUG[f.page].title for f in findings]},
+                 hide_index=True)
     left, right = st.columns([3, 2])
     with right:
         errata_panel.rotation_figure()
-        st.dataframe({"finding": [f.title for f in findings], "where": [f.where for f in findings],
-                      "kind": [f.kind for f in findings]}, hide_index=True)
     with left:
         for finding in findings:
             if finding.kind in KINDS[shown]:

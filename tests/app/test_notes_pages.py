@@ -45,7 +45,7 @@ def test_the_gathered_page_shows_every_finding_with_the_engines_numbers_and_a_li
     ("rope", {}, "q·k, interleaved pairs"),
     ("decoupled_rope", {}, "numbers cached per token and layer (H = 4, d_c = 16, d_h^R = 8)"),
     ("objectives", {}, "classification objective"),
-    ("seq2seq_attention", {"score": "dot"}, "a_t at step 4"),
+    ("seq2seq_attention", {"score": "dot"}, "step 4: the character weighted most"),
     ("seq2seq_attention", {}, "bias inside the tanh"),
     ("scoring_functions", {"score": "Dot"}, "α_t1"),
     ("online_softmax", {}, "o_N"),

@@ -59,9 +59,9 @@ def test_narrow_boxcar_says_where_the_curve_has_gaps():
 
 def test_scoring_page_reproduces_the_worked_example():
     at = open_page("scoring_functions", score="Dot")
-    table = at.dataframe[1].value  # after the output O
-    assert list(table["printed in 002"]) == [0.3374, 0.2501, 0.4125, 0.7499, 0.6626]
-    assert list(table["computed here"]) == [0.3376, 0.2501, 0.4123, 0.7499, 0.6624]
+    table = at.dataframe[1].value  # the erratum panel, after the output O
+    assert [float(x) for x in table["printed in 002"]] == [0.3374, 0.2501, 0.4125, 0.7499, 0.6626]
+    assert [float(x) for x in table["computed"]] == [0.3376, 0.2501, 0.4123, 0.7499, 0.6624]
 
 
 def test_scoring_page_explains_bad_typed_input_and_keeps_working():

@@ -86,7 +86,11 @@ def test_the_query_of_eq_42_against_001s():
     by_hand = torch.softmax(result.states @ memory.z[0].T, 1)  # eq. 42 with the step's own state: softmax_j h_t·z_j
     current = rescored_attention(model, result, result.states)
     torch.testing.assert_close(current, by_hand, atol=1e-5, rtol=1e-4)
-    finding = errata.bahdanau_query(result.attention, current, 4)
+    finding = errata.bahdanau_query(result.attention, current, result.source, 4)
+    j, k = int(result.attention[4].argmax()), int(current[4].argmax())
+    assert finding.rows["step 4: the character weighted most"] == (
+        f"{j} ‘{result.source[j]}’, a = {float(result.attention[4, j]):.3f}",
+        f"{k} ‘{result.source[k]}’, a = {float(current[4, k]):.3f}")
     assert finding.rows["largest difference of a weight, all steps"][1] == \
         f"{float((result.attention - current).abs().max()):.4f}"
 

@@ -53,9 +53,10 @@ def control_values(at: AppTest, key: str) -> tuple[str, list]:
         values = np.linspace(slider.min, slider.max, RERUNS)
         values = [type(slider.value)(round(v / slider.step) * slider.step) for v in values]
         return "slider", values
-    text = next((t for t in at.text_input if t.key == key), None)
-    if text is not None:  # typed words: alternate the default and its upper case (pages lower-case input)
-        return "text_input", [text.value.upper() if i % 2 else text.value for i in range(1, RERUNS + 1)]
+    for kind in ("text_input", "text_area"):
+        text = next((t for t in getattr(at, kind) if t.key == key), None)
+        if text is not None:  # typed words: alternate the default and its upper case (pages lower-case input)
+            return kind, [text.value.upper() if i % 2 else text.value for i in range(1, RERUNS + 1)]
     box = at.selectbox(key=key)
     return "selectbox", [box.options[i % len(box.options)] for i in range(1, RERUNS + 1)]
 

@@ -161,10 +161,10 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
 
 @shared
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: str = "", y_title: str = "",
-         height: int = 320) -> go.Figure:
-    """Grouped bars, one group per label and one colour per series."""
+         height: int = 320, stacked: bool = False) -> go.Figure:
+    """Grouped bars, one group per label and one colour per series; stacked, the series' parts of one total."""
     fig = go.Figure([go.Bar(x=[str(label) for label in labels], y=list(ys), name=name) for name, ys in series.items()])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(barmode="stack" if stacked else "group", legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(type="category")
     fig.update_yaxes(title=y_title)
     return style(fig, title, height)

@@ -13,6 +13,7 @@ from engine.embeddings.word2vec import Word2VecModel, load_model
 from engine.errors import InputError
 from engine.seq2seq.model import Seq2Seq, load_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
+from engine.seq2seq.sentinel import PointerSentinelLM, load_sentinel
 from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
 from engine.transformer import train
 from engine.transformer.model import TransformerLM, load_checkpoint
@@ -91,6 +92,13 @@ def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
 @st.cache_resource(show_spinner="Loading the pointer network…")
 def pointer_network() -> tuple[PointerNetwork, dict]:
     return load_pointer_network(SEQ2SEQ_CHECKPOINTS / "pointer_network.pt")
+
+
+@st.cache_resource(show_spinner="Loading the pointer sentinel LM…")
+def sentinel_model(name: str) -> tuple[PointerSentinelLM, dict]:
+    """"sentinel" (the pointer sentinel LM) or "sentinel_lstm" (the same LSTM without a pointer), with the
+    vocabulary and held-out perplexity stored beside the weights."""
+    return load_sentinel(SEQ2SEQ_CHECKPOINTS / f"{name}.pt")
 
 
 def decoding_model(name: str, text: str, page):

@@ -8,11 +8,14 @@ from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input, metrics_tabl
 
 page = Page("pointer_generator")
 page.intro(
-    "The task: “call ximena on 3 march 2021” → “ximena 2021-03-03”. Names are random syllables and the "
-    "output vocabulary has digits, “-” and the space but **no letters**, so a name can only be copied from "
-    "the input. At each step the gate g decides how much probability comes from the vocabulary (generate) "
-    "and how much from the attention over the input (copy, 000 eq. 53); characters outside the vocabulary "
-    "are written through an extended vocabulary made of the input's own characters."
+    "See et al.'s pointer-generator (2017), not the model 000 §7.2.4 describes: the same mixture as eq. 53, "
+    "but inside a seq2seq decoder and with a sigmoid gate computed from the decoder's state, where Merity et "
+    "al.'s pointer sentinel LM (the previous page) predicts the next word of a text and takes g from a sentinel "
+    "in the pointer's own softmax. The task: “call ximena on 3 march 2021” → “ximena 2021-03-03”. Names are "
+    "random syllables and the output vocabulary has digits, “-” and the space but **no letters**, so a name "
+    "can only be copied from the input. At each step the gate g decides how much probability comes from the "
+    "vocabulary (generate) and how much from the attention over the input (copy); characters outside the "
+    "vocabulary are written through an extended vocabulary made of the input's own characters."
 )
 text = checked_input(page, page.text("Input", "text", "call ximena on the 3rd of march 2021", max_chars=200))
 model, extra = seq2seq_checkpoint("pointer")
@@ -38,8 +41,9 @@ with page.guard():
         equations(
             ("000 eq. 52", r"a_{tj} = \operatorname{softmax}_j\big(v^\top \tanh(W_1 s_{t-1} + W_2 z_j)\big)"),
             ("pointer distribution", r"p_{\text{ptr}}(w) = \sum_{j:\, x_j = w} a_{tj}"),
-            ("000 eq. 53", r"p(w) = g\, p_{\text{vocab}}(w) + (1 - g)\, p_{\text{ptr}}(w)"),
-            ("gate", r"g = \sigma(w_g^\top [s_t;\, c_t;\, \operatorname{emb}(y_{t-1})] + b_g)"),
+            ("000 eq. 53's mixture", r"p(w) = g\, p_{\text{vocab}}(w) + (1 - g)\, p_{\text{ptr}}(w)"),
+            ("See et al.'s gate (not a sentinel)",
+             r"g = \sigma(w_g^\top [s_t;\, c_t;\, \operatorname{emb}(y_{t-1})] + b_g)"),
         )
         st.metric("max |mixture − model's p(y)|", f"{float((mixture - result.p_final).abs().max()):.1e}")
         st.markdown("**Held-out (2,000 generated names and dates)**")

@@ -95,3 +95,41 @@ def test_cross_attention_page_equals_the_decoder():
     assert_clean(at)
     assert float(metric(at, "max |step by step")) < 1e-5
     assert float(metric(at, "max |c_t")) < 1e-5
+
+
+def test_pointer_sentinel_page_shows_eq_53_per_word_and_the_papers_comparison():
+    from engine.seq2seq.sentinel import load_sentinel, read_passage
+
+    at = open_page("pointer_sentinel")
+    assert_clean(at)
+    assert not at.warning
+    model, extra = load_sentinel(CHECKPOINTS / "sentinel.pt")
+    _, lstm_extra = load_sentinel(CHECKPOINTS / "sentinel_lstm.pt")
+    table = at.dataframe[0].value
+    words = [label.split(" ")[1] for label in table["next word"]]
+    expected = read_passage(model, extra["vocab"], ["the"] + words, 100).mixture  # the default starts with "the"
+    assert torch.allclose(torch.tensor(table["p = g p_vocab + (1 − g) p_ptr"].to_numpy()), expected.p, atol=1e-6)
+    mixed = table["g"] * table["p_vocab"] + (1 - table["g"]) * table["p_ptr"]
+    assert (mixed - table["p = g p_vocab + (1 − g) p_ptr"]).abs().max() < 1e-6
+    # a name the vocabulary lacks: nothing at its first mention, copied by the pointer at the next
+    yellen = [i for i, label in enumerate(table["next word"]) if label.endswith("yellen *")]
+    assert table["p = g p_vocab + (1 − g) p_ptr"][yellen[0]] == 0
+    assert table["p_vocab"][yellen[1]] == 0 and table["p_ptr"][yellen[1]] > 0.01
+    assert table["share from the pointer"][yellen[1]] == 1
+    assert metric(at, "Held out, with pointer") == f"{extra['held_out_perplexity']:.1f}"
+    assert metric(at, "Held out, LSTM alone") == f"{lstm_extra['held_out_perplexity']:.1f}"
+    assert any(title.startswith("Predicting “yellen”") for title in figures(at))  # its first copy, by default
+
+
+def test_pointer_sentinel_page_handles_a_short_window_short_and_long_passages():
+    narrow = open_page("pointer_sentinel", L="3")
+    assert_clean(narrow)
+    table = narrow.dataframe[0].value
+    second = [i for i, label in enumerate(table["next word"]) if label.endswith("yellen *")][1]
+    assert table["p_ptr"][second] == 0  # its first mention is outside the last 3 words
+    alone = open_page("pointer_sentinel", text="alone")
+    assert_clean(alone)
+    assert "at least two words" in alone.warning[0].value
+    long = open_page("pointer_sentinel", text="word " * 600)
+    assert_clean(long)
+    assert any("only its first 400" in i.value for i in long.info)

@@ -92,3 +92,24 @@ def test_pointer_network_sorts_fresh_sets(length, floor):
     model, _ = load_pointer_network(SEQ2SEQ / "pointer_network.pt")
     accuracy = sorting_accuracy(model, length, n_sets=500, seed=77)["sorted"]
     assert accuracy >= floor > 100 / math.factorial(length), accuracy  # a random order: 1 / n!
+
+
+# nats per word below a unigram model of the training words (perplexity 501 on the held-out tenth, <unk> included)
+SENTINEL_MARGIN = 0.25
+
+
+def test_sentinel_lms_beat_a_unigram_model_and_the_pointer_beats_the_lstm_alone():
+    from engine.seq2seq.sentinel import load_sentinel
+    from engine.seq2seq.train_sentinel import CHECKPOINTS as SENTINELS
+    from engine.seq2seq.train_sentinel import encode, split_corpus
+
+    vocab, train_chunks, held_out = split_corpus()
+    index = {w: i for i, w in enumerate(vocab)}
+    train_ids = encode([w for chunk in train_chunks for w in chunk], index)
+    held_out_ids = torch.cat([encode(chunk, index)[1:] for chunk in held_out])  # the words perplexity() scores
+    baseline = unigram_loss(train_ids, held_out_ids, len(vocab))
+    # the stored perplexities are the checkpoints' own (test_sentinel.py recomputes them)
+    loss = {name: math.log(load_sentinel(SENTINELS / f"{name}.pt")[1]["held_out_perplexity"])
+            for name in ("sentinel", "sentinel_lstm")}
+    assert all(value < baseline - SENTINEL_MARGIN for value in loss.values()), (loss, baseline)
+    assert loss["sentinel"] < loss["sentinel_lstm"], loss  # Merity et al.'s headline comparison

@@ -1,0 +1,76 @@
+import streamlit as st
+
+from engine.embeddings.corpus import tokenize
+from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, perplexity_as_unk, read_passage
+from ui import figures
+from ui.loaders import sentinel_model
+from ui.page import Page, equations
+
+page = Page("pointer_sentinel")
+page.intro(
+    "A language model, not a translator (000 §7.2.4): a word-level LSTM trained on the Wikipedia sample "
+    "predicts each next word. Beside its softmax over 8,000 words it points at the last L words it read; "
+    "one softmax over those L words and a learned sentinel decides both where to point and, through the "
+    "sentinel's share g, how much to trust the vocabulary instead (eq. 53). Rare words and names that "
+    "appeared a few words back come from the pointer, even when the vocabulary has never seen them."
+)
+PASSAGE = ("The chair of the federal reserve janet yellen said on tuesday that interest rates would stay low for "
+           "some time. Speaking to reporters in washington, yellen said that the economy was growing but that the "
+           "labour market had not recovered. Asked whether the bank would raise rates this year, yellen said that "
+           "it would depend on the economy.")
+text = page.text("Passage", "text", PASSAGE, max_chars=3000, area=True)
+model, extra = sentinel_model("sentinel")
+lstm, lstm_extra = sentinel_model("sentinel_lstm")
+vocab = extra["vocab"]
+with page.guard():
+    words = [w for line in tokenize(text) for w in line]
+    window_column, word_column = st.columns(2)  # side by side, so a projector shows the first figure
+    with window_column:
+        window = page.slider("Window L (words the pointer sees)", "L", 1, WINDOW, WINDOW)
+        if window > len(words):
+            st.caption(f"L = {window} is longer than the passage ({len(words)} words): the window holds all of it.")
+    passage = read_passage(model, vocab, words, window)
+    if passage.cut:
+        page.notice(f"The passage has {len(words):,} words; only its first {MAX_WORDS} are read.")
+    mix, n = passage.mixture, len(passage.words)
+    labels = [f"{t + 1} {w}" + ("" if known else " *") for t, (w, known) in
+              enumerate(zip(passage.words[1:], passage.known[1:]))]
+    with word_column:
+        t = page.slider("Predicting word", "word", 1, n - 1, passage.first_copy() + 1) - 1
+    left, right = st.columns([3, 2])
+    with left:
+        figures.show(figures.bars(labels, {"g · p_vocab (generate)": (mix.gate * mix.p_vocab).tolist(),
+                                           "(1 − g) · p_ptr (copy)": ((1 - mix.gate) * mix.p_ptr).tolist()},
+                                  title="p(next word) = g p_vocab + (1 − g) p_ptr, each word split into its two parts",
+                                  y_title="probability", stacked=True))
+        st.caption("Each bar is the probability the model gave the word that came next; * marks a word outside "
+                   "the vocabulary, read as <unk>, which only the pointer can predict.")
+        start = max(0, t - window + 1)
+        seen = [f"{i} {passage.words[i]}" for i in range(start, t + 1)]
+        figures.show(figures.bars(seen + ["sentinel"], {"a_i": [*(mix.attention[t, start:t + 1] * (1 - mix.gate[t])
+                                                                  ).tolist(), float(mix.gate[t])]},
+                                  title=f"Predicting “{passage.words[t + 1]}”: one softmax over the window and the "
+                                        f"sentinel (g = {float(mix.gate[t]):.3f})", y_title="a"))
+    with right:
+        equations(
+            ("pointer scores", r"q = \tanh(W h_{N-1} + b),\quad z_i = q^\top h_i,\ i \in [N-L, N-1]"),
+            ("the sentinel in the same softmax", r"a = \operatorname{softmax}\big([z;\ q^\top s]\big),\quad "
+                                                 r"g = a_{L+1}"),
+            ("pointer distribution", r"p_{\text{ptr}}(w) = \frac{1}{1 - g}\sum_{i:\, w_i = w} a_i"),
+            ("000 eq. 53", r"p(w) = g\, p_{\text{vocab}}(w) + (1 - g)\, p_{\text{ptr}}(w)"),
+        )
+        c1, c2 = st.columns(2)
+        c1.metric("Held out, with pointer", f"{extra['held_out_perplexity']:.1f}", help="perplexity")
+        c2.metric("Held out, LSTM alone", f"{lstm_extra['held_out_perplexity']:.1f}", help="perplexity")
+        c1.metric("This passage, with pointer", f"{perplexity_as_unk(model, vocab, passage.words, window):.1f}")
+        c2.metric("This passage, LSTM alone", f"{perplexity_as_unk(lstm, vocab, passage.words, window):.1f}")
+        st.caption(f"Held out: {extra['held_out_words']:,} words of Wikipedia articles never trained on. "
+                   "Perplexities read an unknown word as <unk>, as the paper's Penn Treebank does; the table "
+                   "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "
+                   "et al.'s different one, a gate over a seq2seq decoder.")
+    st.dataframe({"next word": labels, "g": mix.gate.numpy(), "p_vocab": mix.p_vocab.numpy(),
+                  "p_ptr": mix.p_ptr.numpy(), "p = g p_vocab + (1 − g) p_ptr": mix.p.numpy(),
+                  "share from the pointer": ((1 - mix.gate) * mix.p_ptr / mix.p.clamp(min=1e-12)).numpy()},
+                 hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in
+                                                 ("g", "p_vocab", "p_ptr", "p = g p_vocab + (1 − g) p_ptr",
+                                                  "share from the pointer")})

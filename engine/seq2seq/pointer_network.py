@@ -6,13 +6,13 @@ chosen are masked, so the answer is always a permutation; the decoder reads the 
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
 from engine.seq2seq.checkpoint import load_half, save_half
+from engine.seq2seq.fit import fit
 
 
 @dataclass
@@ -63,21 +63,16 @@ def train_pointer_network(steps: int = 3000, batch_size: int = 128, seed: int = 
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = PointerNetwork()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    losses, start = [], time.perf_counter()
-    for step in range(steps):
+
+    def step_loss():
         length = int(torch.randint(model.config.min_len, model.config.max_len + 1, (1,), generator=g))
         numbers = number_sets(batch_size, length, g)
         targets = numbers.argsort(1)
         log_probs, _ = model(numbers, targets)
         loss = -log_probs.gather(2, targets[:, :, None]).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-        if (step + 1) % 500 == 0:
-            log(f"  step {step + 1}: loss {sum(losses[-500:]) / 500:.4f} ({time.perf_counter() - start:.0f} s)")
+        return loss, loss
+
+    losses = fit(model, step_loss, steps, lr=1e-3, clip=1.0, log_every=500, one_cycle=False, log=log)
     return model.eval(), losses
 
 

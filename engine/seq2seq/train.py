@@ -17,8 +17,9 @@ from pathlib import Path
 
 import torch
 
-from engine.seq2seq.dates import batch, date_example, name_example, examples
+from engine.seq2seq.dates import batch, date_example, examples, name_example
 from engine.seq2seq.decode import held_out_metrics
+from engine.seq2seq.fit import fit
 from engine.seq2seq.model import Seq2Seq, Seq2SeqConfig, save_seq2seq
 from engine.seq2seq.pointer_network import save_pointer_network, sorting_accuracy, train_pointer_network
 
@@ -44,21 +45,13 @@ def train_run(task: str, config: Seq2SeqConfig, steps: int, seed: int = 0, batch
     rng = random.Random(seed)
     make = date_example if task == "dates" else name_example
     model = Seq2Seq(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=steps, pct_start=0.1)
-    losses, start = [], time.perf_counter()
-    for step in range(steps):
+
+    def step_loss():
         x, y = batch([make(rng) for _ in range(batch_size)])
         nll, covloss = model(x, y)
-        loss = nll + (config.coverage_weight * covloss if config.coverage else 0.0)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(nll.item())
-        if (step + 1) % 250 == 0:
-            log(f"  step {step + 1}: nll {sum(losses[-250:]) / 250:.4f} ({time.perf_counter() - start:.0f} s)")
+        return nll + (config.coverage_weight * covloss if config.coverage else 0.0), nll
+
+    losses = fit(model, step_loss, steps, lr=3e-3, clip=1.0, log_every=250, label="nll", log=log)
     return model.eval(), losses
 
 

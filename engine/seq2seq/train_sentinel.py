@@ -23,6 +23,7 @@ import torch
 
 from engine.embeddings.corpus import load_corpus
 from engine.seq2seq.checkpoint import save_half
+from engine.seq2seq.fit import fit
 from engine.seq2seq.sentinel import UNK, WINDOW, PointerSentinelLM, SentinelConfig
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
@@ -67,21 +68,15 @@ def train(config: SentinelConfig, stream: torch.Tensor, lr: float = LR, steps: i
     torch.manual_seed(SEED)
     rng = np.random.default_rng(SEED)
     model = PointerSentinelLM(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
-    length, losses, start = 2 * WINDOW + 1, [], time.perf_counter()
-    for step in range(steps):
+    length = 2 * WINDOW + 1
+
+    def step_loss():
         offsets = torch.from_numpy(rng.integers(0, len(stream) - length, BATCH))
         segment = stream[offsets[:, None] + torch.arange(length)]  # (B, 2L + 1)
         loss = -model.log_prob(segment[:, :-1], segment[:, :-1], segment[:, 1:], WINDOW, start=WINDOW).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        if (step + 1) % 50 == 0:
-            log(f"  step {step + 1}: loss {sum(losses[-50:]) / 50:.3f} ({time.perf_counter() - start:.0f} s)")
+        return loss, loss
+
+    losses = fit(model, step_loss, steps, lr, clip=0.5, log_every=50, log=log)
     return model.eval(), losses
 
 

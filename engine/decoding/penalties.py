@@ -53,29 +53,26 @@ class Scoring:
         """Every term and every rule's score for one finished hypothesis of `length` tokens."""
         length = max(length, 1)
         coverage = cp(attention, self.beta) if attention is not None else 0.0
-        bonus = ep(length, source_length, self.gamma)
-        gnmt_lp, gnmt_lp_star = lp(length, self.alpha), lp_star(length, self.alpha)
-        return {
-            "log_p": log_p, "length": length, "lp": gnmt_lp, "lp_star": gnmt_lp_star, "cp": coverage, "ep": bonus,
-            "raw": log_p,
-            "mean": log_p / gnmt_lp_star,  # eq. 32
-            "gnmt": log_p / gnmt_lp + coverage + bonus,  # eq. 34 with eq. 35, plus eq. 41
-            "gnmt_star": log_p / gnmt_lp_star + coverage + bonus,  # the same with lp*
-        }
+        return {"log_p": log_p, "length": length, "lp": lp(length, self.alpha), "lp_star": lp_star(length, self.alpha),
+                "cp": coverage, "ep": ep(length, source_length, self.gamma),
+                **{rule: self.score(rule, log_p, length, coverage, source_length) for rule in RULES}}
 
     def prefix_scores(self, rule: str, log_p: torch.Tensor, length: int, coverage: torch.Tensor | None,
                       source_length: int) -> torch.Tensor:
         """`rule`'s score of every candidate prefix at one step of a search, as terms() scores a finished
         hypothesis: log P (B, N) of prefixes of `length` tokens, coverage (B, |X|) of each parent's path with
         this step's attention, or None for a model without a source. (B, N), float64."""
-        length = max(length, 1)
-        divisor = {"raw": 1.0, "mean": lp_star(length, self.alpha), "gnmt": lp(length, self.alpha),
-                   "gnmt_star": lp_star(length, self.alpha)}[rule]
-        score = log_p.double() / divisor
-        if rule in ("gnmt", "gnmt_star"):
-            penalty = coverage_penalty(coverage, self.beta) if coverage is not None else torch.zeros(len(score))
-            score = score + penalty[:, None] + ep(length, source_length, self.gamma)
-        return score
+        penalty = coverage_penalty(coverage, self.beta)[:, None] if coverage is not None else 0.0  # (B, 1)
+        return self.score(rule, log_p.double(), max(length, 1), penalty, source_length)
+
+    def score(self, rule: str, log_p, length: int, coverage, source_length: int):
+        """One rule from log P and cp: floats for a hypothesis, or tensors that broadcast for a step's prefixes."""
+        if rule == "raw":
+            return log_p
+        if rule == "mean":
+            return log_p / lp_star(length, self.alpha)  # eq. 32
+        divisor = lp(length, self.alpha) if rule == "gnmt" else lp_star(length, self.alpha)  # eq. 35, or lp*
+        return log_p / divisor + coverage + ep(length, source_length, self.gamma)  # eq. 34, plus eq. 41
 
 
 def figure_1(alphas: list[float], max_length: int = 50) -> dict[str, list[float]]:

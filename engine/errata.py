@@ -34,9 +34,7 @@ def _vector(x) -> str:
 
 def rope_row_vector(angle: float = math.pi / 6) -> Erratum:
     """000 eq. 109: the row vector times R rotates by −θ; the first line (and eq. 108, and the code) by +θ."""
-    c, s = math.cos(angle), math.sin(angle)
-    R = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)  # eq. 108's matrix
-    q = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    R, q = _rotation(angle), torch.tensor([1.0, 0.0], dtype=torch.float64)
     # the engine's RoPE with d = 2: one pair turning 1 radian per position, so position θ turns it by θ
     rope = apply_rope(q[None], torch.tensor([angle], dtype=torch.float64), 10000.0)[0]
     d, base = 4, 100000.0  # the angle printed for every pair, against the per-pair angles at t = 1
@@ -56,8 +54,15 @@ def rope_row_vector(angle: float = math.pi / 6) -> Erratum:
 
 def rotation_of_the_row_form(angle: float = math.pi / 6) -> dict[str, tuple[float, float]]:
     """The points eq. 109 compares in 2-D: q = (1, 0), R q (its first line, the code) and q R (its second)."""
+    R, q = _rotation(angle), torch.tensor([1.0, 0.0], dtype=torch.float64)
+    return {"q": tuple(q.tolist()), "R q: eq. 109's first line, the code": tuple((R @ q).tolist()),
+            "q R: eq. 109's second line": tuple((q @ R).tolist())}
+
+
+def _rotation(angle: float) -> torch.Tensor:
+    """Eq. 108's R(θ) = [[cos θ, −sin θ], [sin θ, cos θ]]: (2, 2)."""
     c, s = math.cos(angle), math.sin(angle)
-    return {"q": (1.0, 0.0), "R q: eq. 109's first line, the code": (c, s), "q R: eq. 109's second line": (c, -s)}
+    return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
 
 
 def mla_query_cache(n_heads: int, d_c: int, d_h_rope: int) -> Erratum:

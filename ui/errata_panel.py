@@ -6,10 +6,10 @@ import streamlit as st
 
 from engine import errata
 from engine.errata import Erratum
-from engine.seq2seq.decode import rescored_attention, translate
+from engine.seq2seq.decode import Translation, rescored_attention
+from engine.seq2seq.model import Seq2Seq
 from ui import figures
 from ui.catalog import BY_SLUG
-from ui.loaders import seq2seq_checkpoint
 
 GATHERED = "notes_errata"  # the page that lists every finding
 
@@ -30,19 +30,17 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
         st.markdown(f"{'Computed on' if gathered else 'Every finding'}: [{target.title}]({target.slug})")
 
 
-def additive_bias(text: str) -> Erratum:
-    """Our additive seq2seq model's W1 bias, and how far the attention moves on `text` without it."""
-    model = seq2seq_checkpoint("additive")[0]
-    result = translate(model, text)
+def additive_bias(model: Seq2Seq, result: Translation) -> Erratum:
+    """The additive model's W1 bias, and how far its attention in `result` (its own translation) moves
+    without it."""
     without = rescored_attention(model, result, result.queries, query_bias=False)
     bias = model.W_query.bias.detach()
     return errata.additive_bias(float(bias.norm()), bias.numel(), float((without - result.attention).abs().max()))
 
 
-def bahdanau_query(model_name: str, text: str, step: int) -> Erratum:
-    """A model's attention on `text` queried by s_{t−1}, as trained, and by s_t, as 000 eq. 42 prints it."""
-    model = seq2seq_checkpoint(model_name)[0]
-    result = translate(model, text)
+def bahdanau_query(model: Seq2Seq, result: Translation, step: int) -> Erratum:
+    """A model's attention in `result`, its own translation, queried by s_{t−1}, as trained, and by s_t, as
+    000 eq. 42 prints it."""
     return errata.bahdanau_query(result.attention, rescored_attention(model, result, result.states), result.source,
                                  min(step, len(result.attention) - 1))
 

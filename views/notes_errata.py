@@ -2,9 +2,10 @@ import streamlit as st
 
 from engine import errata
 from engine.positions.decoupled import MLAConfig
+from engine.seq2seq.decode import translate
 from ui import errata_panel
 from ui.catalog import BY_SLUG
-from ui.loaders import finetuned_classifier
+from ui.loaders import finetuned_classifier, seq2seq_checkpoint
 from ui.page import Page
 from ui.seq2seq import DATE_EXAMPLE
 
@@ -19,6 +20,7 @@ KINDS = {"every finding": ("error", "disagreement"), "errors": ("error",), "disa
 shown = page.select("Show", "show", list(KINDS))
 
 mla = MLAConfig()  # the Decoupled RoPE page's defaults
+dot, additive = seq2seq_checkpoint("dot")[0], seq2seq_checkpoint("additive")[0]
 fine = finetuned_classifier()[2]["metrics"]
 with page.guard():
     findings = [
@@ -26,8 +28,8 @@ with page.guard():
         errata.rope_frequency_formula(), errata.rope_base_and_pairing(),
         errata.gpt_objective_names(fine["held_out_L1"], fine["held_out_L2"], fine["lambda"],
                                    "the fine-tuned character model's mean losses on 400 held-out snippets"),
-        errata_panel.bahdanau_query("dot", DATE_EXAMPLE, 4),  # step 4: that page's default
-        errata_panel.additive_bias(DATE_EXAMPLE),
+        errata_panel.bahdanau_query(dot, translate(dot, DATE_EXAMPLE), 4),  # step 4: that page's default
+        errata_panel.additive_bias(additive, translate(additive, DATE_EXAMPLE)),
         errata.worked_example_002(), errata.online_rescaling(),
     ]
     st.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],

@@ -6,7 +6,15 @@ from engine.seq2seq.decode import translate
 from ui import errata_panel, figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
-from ui.seq2seq import DATE_EXAMPLE, LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, output_labels
+from ui.seq2seq import (
+    DATE_EXAMPLE,
+    LABEL_KEY,
+    attention_heatmap,
+    char_labels,
+    checked_input,
+    metrics_table,
+    output_labels,
+)
 
 # 000 scores with the step's own state h_t; our models query with s_{t-1}, as 001 §1.5 does (see the panel below)
 SCORE_EQUATIONS = {
@@ -57,5 +65,7 @@ with page.guard():
         st.metric("Decoding time, attention captured", f"{elapsed_ms:.0f} ms", help="issue goal: 100 ms for 40 characters")
         st.markdown("**Held-out (2,000 generated dates)**")
         metrics_table({name: seq2seq_checkpoint(name)[1]["metrics"] for name in SCORE_EQUATIONS})
-    errata_panel.show(errata_panel.bahdanau_query(score, text, step))
-    errata_panel.show(errata_panel.additive_bias(text))
+    errata_panel.show(errata_panel.bahdanau_query(model, result, step))
+    additive = seq2seq_checkpoint("additive")[0]  # the bias belongs to the additive model, whichever is shown
+    additive_result = result if score == "additive" else translate(additive, text)
+    errata_panel.show(errata_panel.additive_bias(additive, additive_result))

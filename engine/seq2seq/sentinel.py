@@ -164,7 +164,7 @@ def read_passage(model: PointerSentinelLM, vocab: list[str], words: list[str], w
     words = words[:MAX_WORDS]
     index = {w: i for i, w in enumerate(vocab)}
     unknown = {w: len(vocab) + k for k, w in enumerate(dict.fromkeys(w for w in words if w not in index))}
-    ids = torch.tensor([index.get(w, 0) for w in words])  # what the LSTM reads (0 is <unk>)
+    ids = encode(words, index)  # what the LSTM reads
     copy_ids = torch.tensor([index.get(w, unknown.get(w)) for w in words])  # what the pointer copies
     result = mixture(model, ids[:-1], copy_ids[:-1], copy_ids[1:], window)
     return Passage(words, [w in index for w in words], result, cut)
@@ -173,11 +173,20 @@ def read_passage(model: PointerSentinelLM, vocab: list[str], words: list[str], w
 def perplexity_as_unk(model: PointerSentinelLM, vocab: list[str], words: list[str], window: int) -> float:
     """Perplexity of a passage with every unknown word read and predicted as <unk>, as the held-out
     perplexities are measured (the paper's Penn Treebank convention)."""
-    index = {w: i for i, w in enumerate(vocab)}
-    ids = torch.tensor([index.get(w, 0) for w in words[:MAX_WORDS]])[None]
+    ids = encode(words[:MAX_WORDS], {w: i for i, w in enumerate(vocab)})
+    return float(torch.exp(-log_probs_as_unk(model, ids, window).double().mean()))
+
+
+def encode(words, index: dict[str, int]) -> torch.Tensor:
+    """Word ids, 0 (<unk>) for a word outside the vocabulary: (T,)."""
+    return torch.tensor([index.get(w, 0) for w in words])
+
+
+def log_probs_as_unk(model: PointerSentinelLM, ids: torch.Tensor, window: int) -> torch.Tensor:
+    """log p of every word of ids (T,) after the first, an unknown word read, copied and predicted as <unk>:
+    (T − 1,)."""
     with torch.no_grad():
-        log_p = model.log_prob(ids[:, :-1], ids[:, :-1], ids[:, 1:], window)
-    return float(torch.exp(-log_p.double().mean()))
+        return model.log_prob(ids[None, :-1], ids[None, :-1], ids[None, 1:], window)[0]
 
 
 def load_sentinel(path) -> tuple[PointerSentinelLM, dict]:

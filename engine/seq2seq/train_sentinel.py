@@ -24,7 +24,7 @@ import torch
 from engine.embeddings.corpus import load_corpus
 from engine.seq2seq.checkpoint import save_half
 from engine.seq2seq.fit import fit
-from engine.seq2seq.sentinel import UNK, WINDOW, PointerSentinelLM, SentinelConfig
+from engine.seq2seq.sentinel import UNK, WINDOW, PointerSentinelLM, SentinelConfig, encode, log_probs_as_unk
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 CORPUS = "wikipedia"
@@ -46,19 +46,13 @@ def split_corpus() -> tuple[list[str], list[tuple[str, ...]], list[tuple[str, ..
     return [UNK] + [w for w, _ in counts.most_common(VOCAB_SIZE - 1)], train, held_out
 
 
-def encode(words, index: dict[str, int]) -> torch.Tensor:
-    return torch.tensor([index.get(w, 0) for w in words])
-
-
 def perplexity(model: PointerSentinelLM, chunks, index: dict[str, int], window: int = WINDOW) -> float:
     """exp of the mean negative log-likelihood of every word after the first of each chunk, each chunk read
     as one sequence with the pointer over the last `window` words."""
     total, count = 0.0, 0
-    with torch.no_grad():
-        for chunk in chunks:
-            ids = encode(chunk, index)[None]  # (1, T)
-            log_p = model.log_prob(ids[:, :-1], ids[:, :-1], ids[:, 1:], window)
-            total, count = total - float(log_p.double().sum()), count + log_p.numel()
+    for chunk in chunks:
+        log_p = log_probs_as_unk(model, encode(chunk, index), window)
+        total, count = total - float(log_p.double().sum()), count + log_p.numel()
     return math.exp(total / count)
 
 

@@ -99,9 +99,9 @@ SENTINEL_MARGIN = 0.25
 
 
 def test_sentinel_lms_beat_a_unigram_model_and_the_pointer_beats_the_lstm_alone():
-    from engine.seq2seq.sentinel import load_sentinel
+    from engine.seq2seq.sentinel import encode, load_sentinel
     from engine.seq2seq.train_sentinel import CHECKPOINTS as SENTINELS
-    from engine.seq2seq.train_sentinel import encode, split_corpus
+    from engine.seq2seq.train_sentinel import split_corpus
 
     vocab, train_chunks, held_out = split_corpus()
     index = {w: i for i, w in enumerate(vocab)}

@@ -38,8 +38,7 @@ def cooccurrence(ids: np.ndarray, sentence: np.ndarray, vocab_size: int, window:
 
 
 def cooccurrence_by_dictionary(sentences, vocab: Vocab, window: int) -> dict[tuple[int, int], float]:
-    """The same counts with a plain Python dictionary: the reference the tests and the benchmark hold
-    cooccurrence() to."""
+    """The same counts with a plain Python dictionary: the reference the tests hold cooccurrence() to."""
     counts: dict[tuple[int, int], float] = defaultdict(float)
     for s in sentences:
         kept = [vocab.index[w] for w in s if w in vocab.index]

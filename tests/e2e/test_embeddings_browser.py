@@ -83,8 +83,11 @@ def test_choosing_a_corpus_writes_a_short_link_that_reopens_it(page):
 
 def test_analogies_evaluate_matches_gensim_in_the_browser(page):
     open_url(page, "/analogies?restrict=10000")
-    # the answer's table is drawn by a component that loads after the run: wait for its cell
-    page.get_by_role("cell", name="queen", exact=True).or_(page.get_by_text("queen")).first.wait_for(timeout=30_000)
+    # the answer's table is drawn on a canvas by a component that loads after the run; its cells live in a
+    # hidden accessibility grid, so wait for the canvas to show and its "queen" cell to exist, not to be visible
+    page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)
+    cell = page.get_by_role("gridcell", name="queen", exact=True, include_hidden=True).first
+    cell.wait_for(state="attached", timeout=30_000)
     click_button(page, "Evaluate")
     settle(page)
     screenshot(page, "analogies_evaluated")  # before the checks: a failure leaves its picture

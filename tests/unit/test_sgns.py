@@ -1,0 +1,107 @@
+"""The compiled skip-gram loop (engine/embeddings/sgns.py) against eq. 16 through autograd, word2vec.c's
+random draws replayed in Python, and counts of pairs in closed form."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.embeddings import sgns
+
+
+def _lcg_draws(seed: int, count: int, table_size: int) -> list[int]:
+    """word2vec.c's next_random = next_random · 25214903917 + 11 (mod 2^64), drawn as next_random >> 16."""
+    state, draws = seed, []
+    for _ in range(count):
+        state = (state * 25214903917 + 11) % 2 ** 64
+        draws.append((state >> 16) % table_size)
+    return draws
+
+
+@pytest.mark.parametrize("input_rows", [[3], [3, 7, 8]])  # word2vec's own row; FastText's word and n-gram rows
+def test_pair_step_is_an_sgd_step_on_eq16(input_rows):
+    rng = np.random.default_rng(0)
+    W_in, W_out = rng.normal(0, 0.3, (10, 8)), rng.normal(0, 0.3, (10, 8))
+    table = rng.integers(0, 10, 2 ** 4)
+    target, k, lr, seed = 5, 4, 0.1, 12345
+    negatives = [int(table[i]) for i in _lcg_draws(seed, k, len(table))]
+    negatives = [w for w in negatives if w != target]  # word2vec.c skips a draw equal to the true word
+
+    v, u = torch.tensor(W_in, requires_grad=True), torch.tensor(W_out, requires_grad=True)
+    h = v[input_rows].mean(0)  # fastText's hidden vector: the mean of the input rows
+    log_likelihood = F.logsigmoid(u[target] @ h) + sum(F.logsigmoid(-u[w] @ h) for w in negatives)  # eq. 16
+    d_v, d_u = torch.autograd.grad(log_likelihood, (v, u))
+
+    new_in, new_out = W_in.copy(), W_out.copy()
+    loss, state = sgns.pair_step(new_in, new_out, np.array(input_rows), 0, len(input_rows), target, k, table, lr,
+                                 np.uint64(seed), np.empty(8), np.empty(8))
+    # σ and log σ come from 1,000-entry tables over [−6, 6]: within 0.2% of the exact values at these scores
+    assert loss == pytest.approx(-log_likelihood.item(), abs=0.01)
+    assert np.allclose(new_out, W_out + lr * d_u.numpy(), atol=lr * 0.01)
+    # fastText and gensim add ∂/∂h whole to every input row: len(rows) times the true gradient of the mean
+    assert np.allclose(new_in, W_in + lr * len(input_rows) * d_v.numpy(), atol=lr * 0.01 * len(input_rows))
+    assert int(state) == _lcg_state(seed, k)
+
+
+def _lcg_state(seed: int, steps: int) -> int:
+    for _ in range(steps):
+        seed = (seed * 25214903917 + 11) % 2 ** 64
+    return seed
+
+
+def test_a_window_of_one_steps_every_neighbouring_pair_within_sentences():
+    # no subsampling and window 1: each sentence of n words gives 2(n − 1) pairs, and none across sentences
+    lengths = [5, 1, 3, 7]
+    sentence = np.repeat(np.arange(len(lengths)), lengths)
+    ids = np.arange(len(sentence)) % 6
+    W_in, W_out = np.zeros((6, 4), np.float32), np.zeros((6, 4), np.float32)
+    loss, pairs = sgns.train_chunk(W_in, W_out, np.arange(7), np.arange(6), ids, sentence, 0, len(ids),
+                                   np.ones(6), np.arange(16) % 6, 1, 2, np.float32(0.025), 1)
+    assert pairs == sum(2 * (n - 1) for n in lengths)
+    # all vectors start and stay at 0: every term is −log σ(0) = log 2, one per pair and up to k = 2 per pair more
+    assert np.log(2) * 0.99 <= loss / pairs <= np.log(2) * 3 * 1.01 and not W_in.any()
+
+
+def test_chunks_hold_whole_sentences():
+    sentence = np.repeat(np.arange(50), 7)  # 350 words in sentences of 7
+    starts = sgns.chunk_starts(sentence, words=20)
+    assert starts[0] == 0 and starts[-1] == len(sentence)
+    assert all(s == 0 or sentence[s] != sentence[s - 1] for s in starts[:-1])
+    assert np.all(np.diff(starts)[:-1] >= 20) and np.all(np.diff(starts) < 20 + 7)  # the last takes what is left
+
+
+def test_noise_table_draws_follow_the_distribution():
+    p = np.array([0.5, 0.3, 0.2])
+    table = sgns.noise_table(p, size=2 ** 12)
+    assert len(table) & (len(table) - 1) == 0  # a power of 2: a draw is a mask
+    assert np.allclose(np.bincount(table, minlength=3) / len(table), p, atol=1 / 2 ** 12)
+
+
+def test_one_worker_is_reproducible_and_two_workers_train_as_well():
+    rng = np.random.default_rng(0)
+    sentence = np.repeat(np.arange(400), 25)
+    ids = rng.integers(0, 50, len(sentence))
+    ids[1::2] = (ids[::2] + 1) % 50  # each even position predicts its neighbour: something to learn
+
+    def run(workers):
+        W_in = (np.random.default_rng(1).random((50, 16), dtype=np.float32) - 0.5) / 16
+        W_out = np.zeros((50, 16), np.float32)
+        losses = []
+        sgns.train_epochs(W_in, W_out, np.arange(51), np.arange(50), ids, sentence, np.ones(50),
+                          sgns.noise_table(np.full(50, 1 / 50)), window=2, negatives=3, epochs=3, lr=0.05,
+                          min_lr=1e-4, seed=0, workers=workers, on_report=lambda f, e, loss: losses.append(loss))
+        return W_in, losses
+
+    first, second, parallel = run(1), run(1), run(2)
+    assert np.array_equal(first[0], second[0]) and first[1] == second[1]
+    assert parallel[1][-1] < parallel[1][0] - 0.1 and first[1][-1] < first[1][0] - 0.1
+    assert abs(parallel[1][-1] - first[1][-1]) < 0.1
+
+
+def test_stopping_returns_early():
+    sentence = np.repeat(np.arange(100), 10)
+    ids = np.arange(len(sentence)) % 20
+    fraction, _ = sgns.train_epochs(np.zeros((20, 4), np.float32), np.zeros((20, 4), np.float32), np.arange(21),
+                                    np.arange(20), ids, sentence, np.ones(20), np.arange(16) % 20, window=2,
+                                    negatives=1, epochs=50, lr=0.025, min_lr=1e-4, seed=0,
+                                    on_report=lambda f, e, loss: False)
+    assert 0 < fraction < 0.1

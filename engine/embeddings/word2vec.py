@@ -1,10 +1,12 @@
 """word2vec in torch: skip-gram and CBOW (000 §2.2-2.3), each with full softmax (eq. 3-4), negative
 sampling (eq. 13-16) or hierarchical softmax (eq. 22-26).
 
-Updates are word2vec's plain SGD with a linearly decaying rate, applied to a batch of examples at
-once: gradients are computed by hand (eq. 12 and its sigmoid analogues) and scattered into the rows
-they touch with index_add_, so a step costs a few batched matrix products, not a Python loop per
-pair. Initialisation and subsampling follow gensim, which the tests and benchmark compare against.
+Updates are word2vec's plain SGD with a linearly decaying rate. Skip-gram with negative sampling, the
+configuration people train, runs word2vec.c's loop one pair at a time, compiled (engine/embeddings/sgns.py),
+on `workers` threads. The other configurations, shown for teaching, apply it to a batch of examples at
+once: gradients are computed by hand (eq. 12 and its sigmoid analogues) and scattered into the rows they
+touch with index_add_, so a step costs a few batched matrix products, not a Python loop per pair.
+Initialisation and subsampling follow gensim, which the tests and benchmark compare against.
 """
 from __future__ import annotations
 
@@ -17,14 +19,15 @@ import torch
 import torch.nn.functional as F
 
 from engine import checkpoint_files
+from engine.embeddings import sgns
 from engine.embeddings.corpus import Vocab
 from engine.embeddings.huffman import huffman_tree
 from engine.embeddings.pairs import cbow_examples, shrunk_windows, training_pairs
 from engine.errors import InputError
 
 ARCHITECTURES = ("skipgram", "cbow")
+NO_PAIRS = "no (centre, context) pair in any epoch: paste more text, with several words per line"
 OBJECTIVES = ("negative", "hierarchical", "softmax")
-NOISE_TABLE = 1_000_000  # quantiles of P_n(w): drawing negatives is one randint and one gather
 
 
 @dataclass
@@ -39,8 +42,9 @@ class Word2VecConfig:
     epochs: int = 5
     lr: float = 0.025  # gensim's alpha
     min_lr: float = 1e-4
-    batch_size: int = 1024  # examples per update
+    batch_size: int = 1024  # examples per update of the batched configurations
     seed: int = 0
+    workers: int = 1  # threads of the compiled skip-gram with negative sampling; one gives the same vectors everywhere
 
     def check(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -49,7 +53,7 @@ class Word2VecConfig:
             raise ValueError(f"objective must be one of {OBJECTIVES}")
         if self.objective == "negative" and self.negatives < 1:
             raise InputError("negative sampling needs k ≥ 1 negative words per pair")
-        for name in ("dim", "window", "epochs", "batch_size", "min_count"):
+        for name in ("dim", "window", "epochs", "batch_size", "min_count", "workers"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be at least 1")
 
@@ -83,9 +87,7 @@ class _Objective:
         if config.objective == "hierarchical":
             self.path_points, self.path_signs, self.path_mask = huffman_tree(vocab.counts).padded()  # (V, L)
         if config.objective == "negative":
-            cumulative = np.cumsum(vocab.noise_distribution())
-            quantiles = (np.arange(NOISE_TABLE) + 0.5) / NOISE_TABLE
-            self.noise_table = torch.from_numpy(np.searchsorted(cumulative, quantiles).clip(0, len(vocab) - 1))
+            self.noise_table = torch.from_numpy(sgns.noise_table(vocab.noise_distribution()))
             k, B = config.negatives, config.batch_size
             self.pair_signs = torch.cat([torch.ones(B, 1), -torch.ones(B, k)], dim=1)  # (B, 1 + k)
             self.true_word = torch.ones(B, 1, dtype=torch.bool)
@@ -112,7 +114,7 @@ class _Objective:
         """Eq. 16: the true word with sign +1 and k words drawn from P_n(w) with sign −1; a draw equal
         to the true word is skipped, as in word2vec.c."""
         B, k = len(words), self.config.negatives
-        draws = torch.randint(NOISE_TABLE, (B * k,), generator=self.generator)
+        draws = torch.randint(len(self.noise_table), (B * k,), generator=self.generator)
         noise = self.noise_table.index_select(0, draws).view(B, k)  # index_select: W[ids] is ~10x slower
         rows = torch.cat([words[:, None], noise], dim=1)  # (B, 1 + k)
         mask = torch.cat([self.true_word[:B], noise != words[:, None]], dim=1)  # (B, 1 + k)
@@ -172,7 +174,10 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
     W_in = (torch.rand(len(vocab), config.dim, generator=generator) - 0.5) / config.dim  # gensim: U(±0.5/d)
     W_out = torch.zeros(len(vocab) - (config.objective == "hierarchical"), config.dim)
     model = Word2VecModel(vocab, config, W_in, W_out)
-    objective, keep = _Objective(vocab, config, W_out, generator), vocab.keep_probability(config.sample)
+    keep = vocab.keep_probability(config.sample)
+    if config.architecture == "skipgram" and config.objective == "negative":
+        return _train_compiled(model, ids, sentence, keep, on_progress, reports)
+    objective = _Objective(vocab, config, W_out, generator)
     start, loss_sum, count, total_steps = time.perf_counter(), 0.0, 0, None
     for epoch in range(config.epochs):
         inputs, outputs = _epoch_examples(ids, sentence, keep, config, rng)
@@ -199,10 +204,32 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
                                                                     speed, model)) is False:
                     return model
     if total_steps is None:
-        raise InputError("no (centre, context) pair in any epoch: paste more text, with several words per line")
+        raise InputError(NO_PAIRS)
     if count:  # the last epoch drew no pairs, so the last report came early
         model.losses.append(loss_sum / count)
     model.fraction_done, model.seconds = 1.0, time.perf_counter() - start
+    return model
+
+
+def _train_compiled(model: Word2VecModel, ids, sentence, keep, on_progress, reports) -> Word2VecModel:
+    """Skip-gram with negative sampling through sgns.train_epochs, which updates the model's vectors in place."""
+    config, start, corpus_words = model.config, time.perf_counter(), len(ids)
+
+    def report(fraction: float, epoch: int, loss: float) -> bool:
+        model.losses.append(loss)
+        model.fraction_done, model.seconds = fraction, time.perf_counter() - start
+        speed = corpus_words * config.epochs * fraction / model.seconds
+        return on_progress is None or on_progress(Progress(fraction, epoch, model.losses, speed, model)) is not False
+
+    vocab_rows = np.arange(len(model.vocab))  # each word enters through its own row only
+    model.fraction_done, pairs = sgns.train_epochs(
+        model.input_vectors.numpy(), model.output_vectors.numpy(), np.arange(len(model.vocab) + 1), vocab_rows,
+        ids, sentence, keep, sgns.noise_table(model.vocab.noise_distribution()), window=config.window,
+        negatives=config.negatives, epochs=config.epochs, lr=config.lr, min_lr=config.min_lr, seed=config.seed,
+        workers=config.workers, on_report=report, reports=reports)
+    if pairs == 0:
+        raise InputError(NO_PAIRS)
+    model.seconds = time.perf_counter() - start
     return model
 
 

@@ -16,7 +16,7 @@ from engine.embeddings.softmax import (
     negative_sampling_objective,
     pair_log_probs,
 )
-from engine.embeddings.word2vec import NOISE_TABLE, Word2VecConfig, _Objective, load_model, save_model, train
+from engine.embeddings.word2vec import Word2VecConfig, _Objective, load_model, save_model, train
 from engine.errors import InputError
 
 
@@ -178,8 +178,8 @@ def _reference_loss(objective, step, vocab, h, W, words, generator):
         return total
     # the same uniform draws as the step, each looked up in gensim's cumulative noise table (P_n ∝ count^0.75)
     k = step.config.negatives
-    draws = torch.randint(NOISE_TABLE, (len(words) * k,), generator=generator)
-    quantiles = (draws.numpy() + 0.5) / NOISE_TABLE
+    draws = torch.randint(len(step.noise_table), (len(words) * k,), generator=generator)
+    quantiles = (draws.numpy() + 0.5) / len(step.noise_table)
     noise = torch.from_numpy(np.searchsorted(theirs.cum_table / theirs.cum_table[-1], quantiles)).view(-1, k)
     total = 0
     for i, w in enumerate(words):

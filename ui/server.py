@@ -18,7 +18,8 @@ with torch, sympy, gensim and plotly imported that is 380,000 objects and 250 ms
 and per rerun. What is imported here lives as long as the process, so it is moved out of the collector's
 sight (gc.freeze); objects made later are still collected.
 
-Last, the default views' slow results (ui/defaults.py) begin computing in the background.
+The compiled training and counting loops (numba) are called once on a few words, so that their compilation
+or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin computing in the background.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ with contextlib.suppress(ImportError):  # without it the pages that need GloVe s
 # loaded only where a GPU can run it (a third of a second of a cold start); sweep.py imports it there
 GPU_ONLY = {"engine.efficiency.triton_flash"}
 # plotly imports the class of each nested property (a heatmap's text font, a title's padding) on first use
-PLOTLY_KINDS = ["heatmap", "scatter", "bar", "layout"]
+PLOTLY_KINDS = ["heatmap", "scatter", "bar", "layout", "scatter3d"]
 
 
 def _import_package(package) -> None:
@@ -78,6 +79,17 @@ def _draw_each_kind() -> None:
     pio.to_json(go.Figure(spec), validate=False)
 
 
+def _compile_kernels() -> None:
+    """numba compiles a function (or loads it from its on-disk cache) at its first call, importing modules as
+    it goes: make those calls here, on a few words, with the argument types the pages pass."""
+    from engine.embeddings import cooccurrence, fasttext, word2vec
+
+    words = [["a", "b", "a", "b", "a"]]
+    cooccurrence.cooccurrence(np.array([0, 1, 0]), np.array([0, 0, 0]), 2, 1)
+    word2vec.train(words, word2vec.Word2VecConfig(dim=2, min_count=1, epochs=1, sample=0))
+    fasttext.train(words, fasttext.FastTextConfig(dim=2, min_count=1, epochs=1, buckets=10, sample=0))
+
+
 _import_package(engine)
 _import_package(ui)
 for kind in PLOTLY_KINDS:
@@ -86,6 +98,7 @@ codecs.lookup("utf-32-le")  # WordVectors packs its words into code points throu
 if torch.cuda.is_available():
     importlib.import_module("engine.efficiency.triton_flash")
 _draw_each_kind()
+_compile_kernels()
 torch.set_num_threads(1)
 gc.freeze()
 defaults.begin()

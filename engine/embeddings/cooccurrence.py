@@ -94,7 +94,8 @@ def weighting(x: np.ndarray, x_max: float = 100.0, alpha: float = 0.75) -> np.nd
     """f(x) = (x / x_max)^α below x_max, 1 above (Pennington et al. eq. 9); f(0) = 0, as 000 eq. 21 asks."""
     if x_max <= 0:
         raise InputError(f"x_max must be positive, not {x_max}")
-    return np.minimum(np.asarray(x, dtype=np.float64) / x_max, 1.0) ** alpha
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x > 0, np.minimum(x / x_max, 1.0) ** alpha, 0.0)  # 0^0 would give f(0) = 1 at α = 0
 
 
 def ratio_table(X: sp.csr_matrix, vocab: Vocab, i: str, j: str, probes: list[str]) -> dict[str, list[float]]:

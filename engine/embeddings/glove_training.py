@@ -121,10 +121,9 @@ def train(X: sp.csr_matrix, vocab: Vocab, config: GloVeConfig = GloVeConfig(),
             done += 1
             model.fraction_done = done / (config.epochs * batches)
             if on_progress is not None and done % every == 0:
-                seconds = time.perf_counter() - start
+                model.seconds = time.perf_counter() - start
                 if not on_progress(Progress(model.fraction_done, epoch, model.losses,
-                                            done * config.batch_size / seconds, model)):
-                    model.seconds = seconds
+                                            done * config.batch_size / model.seconds, model)):
                     return model
         model.losses.append(total / n)
     model.seconds = time.perf_counter() - start

@@ -53,6 +53,7 @@ def test_weighting_function():
     x = np.array([0.0, 1.0, 50.0, 100.0, 400.0])
     np.testing.assert_allclose(weighting(x), [0.0, 0.01 ** 0.75, 0.5 ** 0.75, 1.0, 1.0])  # eq. 21: f(0) = 0
     np.testing.assert_allclose(weighting(x, x_max=10, alpha=1.0), [0.0, 0.1, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(weighting(x, alpha=0.0), [0.0, 1.0, 1.0, 1.0, 1.0])  # f(0) = 0 even where 0^0 = 1
     with pytest.raises(InputError, match="x_max"):
         weighting(x, x_max=0)
 

@@ -212,3 +212,25 @@ def online_rescaling(logits: list[float] | None = None) -> Erratum:
                                                            f"{float(derived.sum()):.4g}"),
          "softmax(x) directly": ("", _vector(torch.softmax(x, 0)))},
     )
+
+
+def glove_biases(eq_19: dict, paper: dict) -> Erratum:
+    """000 eq. 19 fits u_iᵀv_j alone to log P_ij; Pennington et al. (2014) eq. 8 add b_i + b̃_j. eq_19, paper: what
+    the two shipped GloVe checkpoints store (their "losses" and "metrics"), trained alike but for the biases."""
+    def column(stored: dict) -> list[str]:
+        m = stored["metrics"]
+        return [f"{stored['losses'][-1]:.4f}", f"{m['analogy_accuracy']:.1%}", f"{m['wordsim353_spearman']:.3f}",
+                f"{m['simlex999_spearman']:.3f}"]
+
+    names = ("J per nonzero X_ij, last epoch", "Google analogies (3CosAdd)", "WordSim-353 Spearman ρ",
+             "SimLex-999 Spearman ρ")
+    return Erratum(
+        "glove_biases", "Biases in GloVe's objective", "000 §4.2 eq. 19 against Pennington et al. (2014) eq. 8",
+        "glove_training", "disagreement",
+        "000 eq. 19 fits u_iᵀv_j alone to log P_ij. The GloVe paper adds a bias per word and per context word, "
+        "u_iᵀv_j + b_i + b̃_j: they absorb how common each word is (log X_i), which the vectors must otherwise "
+        "carry. The Training GloVe page trains either form (its Biases switch); the two shipped checkpoints were "
+        "trained alike on the Wikipedia sample but for the biases:",
+        ("000 eq. 19, no biases", "the paper, b_i + b̃_j"),
+        dict(zip(names, zip(column(eq_19), column(paper)))),
+    )

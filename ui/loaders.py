@@ -5,9 +5,11 @@ import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
 from engine.efficiency import records
+from engine.embeddings.cooccurrence import cooccurrence
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
+from engine.embeddings.train_glove import load_glove_checkpoint
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecModel, load_model
 from engine.errors import InputError
@@ -71,6 +73,19 @@ def checkpoint_vectors(name: str) -> WordVectors:
     """A shipped model's input vectors with its vocabulary: neighbours, analogies, spelling suggestions."""
     model, _ = word2vec_checkpoint(name)
     return WordVectors(model.vocab.words, model.input_vectors.numpy())
+
+
+@st.cache_resource(max_entries=4, show_spinner="Counting co-occurrences X_ij (once per server for each setting)…")
+def cooccurrence_counts(name: str, window: int, harmonic: bool, min_count: int = 5):
+    """GloVe's X (V, V) scipy csr over corpus_vocab(name, min_count): 1 s on the Wikipedia sample, 30 MB."""
+    vocab = corpus_vocab(name, min_count)
+    return cooccurrence(*vocab.encode(corpus(name)), len(vocab), window, harmonic)
+
+
+@st.cache_resource(show_spinner="Loading a GloVe checkpoint…")
+def glove_checkpoint(name: str) -> tuple[WordVectors, dict]:
+    """A shipped GloVe model's word vectors u + v (engine/embeddings/checkpoints/<name>.pt) and its metrics."""
+    return load_glove_checkpoint(EMBEDDING_CHECKPOINTS / f"{name}.pt")
 
 
 @st.cache_resource(show_spinner="Reading the corpus: the Wikipedia sample is extracted from its dump, about 3 s…")

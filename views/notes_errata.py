@@ -5,7 +5,7 @@ from engine.positions.decoupled import MLAConfig
 from engine.seq2seq.decode import translate
 from ui import errata_panel
 from ui.catalog import BY_SLUG
-from ui.loaders import finetuned_classifier, seq2seq_checkpoint
+from ui.loaders import finetuned_classifier, glove_checkpoint, seq2seq_checkpoint
 from ui.page import Page
 from ui.seq2seq import DATE_EXAMPLE
 
@@ -31,6 +31,7 @@ with page.guard():
         errata_panel.bahdanau_query(dot, translate(dot, DATE_EXAMPLE), 4),  # step 4: that page's default
         errata_panel.additive_bias(additive, translate(additive, DATE_EXAMPLE)),
         errata.worked_example_002(), errata.online_rescaling(),
+        errata.glove_biases(glove_checkpoint("glove_wikipedia_nobias")[1], glove_checkpoint("glove_wikipedia")[1]),
     ]
     st.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],
                   "kind": [f.kind for f in findings], "computed on": [BY_SLUG[f.page].title for f in findings]},

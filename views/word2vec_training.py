@@ -4,23 +4,13 @@ from engine.embeddings.corpus import Vocab, chunked, tokenize
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecConfig, train
 from engine.errors import InputError
-from ui import figures
+from ui import figures, training
 from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
 RESULT = "word2vec_training_result"  # session key: (settings, model) of the last run, finished or stopped
 page = Page("word2vec_training")
-
-
-def loss_curve(where, losses: list[float]) -> None:
-    """The training loss so far; a single number until there are two points to join."""
-    if len(losses) < 2:
-        where.metric("Loss per example", f"{losses[-1]:.3f}" if losses else "–")
-    else:
-        where.line_chart({"loss per example": losses}, height=220, x_label="report (equal stretches of updates)",
-                         y_label="loss per example")
-
 
 page.intro(
     "Train word2vec here, on real text or your own. Skip-gram predicts each context word from the centre "
@@ -78,47 +68,23 @@ with page.guard():
     if objective == "softmax" and len(vocab) > 3000:
         page.notice(f"The full softmax scores all {len(vocab):,} words for every pair: expect minutes. "
                     "Negative sampling and hierarchical softmax exist for exactly this reason.")
-    probes = [w.strip().lower() for w in page.text("Words to look up in the trained model", "probe",
-                                                   "minister, fire, police", max_chars=200).split(",") if w.strip()]
-    b1, b2, _ = st.columns([1, 1, 4])
-    start, stop = b1.button("Train", type="primary"), b2.button("Stop")
+    probes = training.words_in(page.text("Words to look up in the trained model", "probe", "minister, fire, police",
+                                         max_chars=200))
+    start = training.buttons()
     st.caption("A small corpus needs many passes: on the Lee news the defaults (15 epochs, d = 50) train in about "
                "10 s on one core and give neighbours like minister → prime, foreign, affairs; at 5 epochs the "
                "vectors have barely moved apart and every neighbour sits at cosine ≈ 0.99.")
     if start:
-        bar, chart = st.progress(0.0, text="Preparing the corpus…"), st.empty()
-
-        def report(progress) -> bool:
-            st.session_state[RESULT] = (config, progress.model)
-            bar.progress(progress.fraction, text=f"epoch {progress.epoch + 1} of {epochs} · "
-                                                 f"{progress.words_per_second:,.0f} words/s · Stop to keep the model so far")
-            loss_curve(chart, progress.losses)
-            return True
-
-        try:
-            model = train(sentences, config, on_progress=report, reports=25)
-        except ValueError:
-            st.session_state.pop(RESULT, None)  # no half-trained model from a run that could not go on
-            raise
-        st.session_state[RESULT] = (config, model)
-        bar.progress(1.0, text=f"Finished in {model.seconds:.1f} s")
-        chart.empty()  # the finished curve is drawn below with the model
+        training.run(RESULT, config, lambda report: train(sentences, config, on_progress=report, reports=25),
+                     lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.words_per_second:,.0f} words/s")
 result = st.session_state.get(RESULT)
 if result is not None:
     trained_config, model = result
     vectors = WordVectors(model.vocab.words, model.input_vectors.numpy())
-    done = "finished" if model.fraction_done >= 1 else f"stopped at {model.fraction_done:.0%}"
-    st.subheader(f"Your model ({done}): {trained_config.architecture}, {trained_config.objective}, "
+    st.subheader(f"Your model ({training.state(model)}): {trained_config.architecture}, {trained_config.objective}, "
                  f"d = {trained_config.dim}, {len(vectors):,} words, {model.seconds:.1f} s")
-    loss_curve(st, model.losses)
-    columns = st.columns(max(1, len(probes[:4])))
-    for column, word in zip(columns, probes[:4]):
-        with column, page.guard():
-            found = vectors.neighbours(word, 8)
-            neighbour_table(found, f"nearest to “{word}”")
-            if found and found[-1][1] > 0.95:
-                st.caption("Cosines near 1 for every neighbour: the vectors have barely moved apart yet. "
-                           "Train longer, or on more text.")
+    training.loss_curve(st, model.losses)
+    training.neighbour_columns(page, vectors, probes)
 
 st.subheader("Shipped checkpoints: ours beside gensim's on the Wikipedia sample")
 ours, theirs = checkpoint_vectors("wikipedia_sgns"), checkpoint_vectors("wikipedia_gensim")
@@ -130,7 +96,4 @@ with page.guard():
                                       (g2, "gensim Word2Vec", theirs, their_extra)):
         with column:
             neighbour_table(vecs.neighbours(word, 10), name)
-            metrics = extra["metrics"]
-            st.caption(f"analogies {metrics['analogy_accuracy']:.1%} of {metrics['analogy_questions']:,}; "
-                       f"WordSim-353 ρ = {metrics['wordsim353_spearman']:.3f}; "
-                       f"SimLex-999 ρ = {metrics['simlex999_spearman']:.3f}")
+            st.caption(training.scores_text(extra["metrics"]))

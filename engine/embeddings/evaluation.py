@@ -181,3 +181,20 @@ def word_pair_correlation(
         human=human,
         cosine=cosine,
     )
+
+
+def scores(vectors: WordVectors) -> dict[str, float]:
+    """What a shipped checkpoint stores: Google analogy accuracy (3CosAdd) and the number of questions asked,
+    WordSim-353 and SimLex-999 Spearman ρ."""
+    if not len(vectors):
+        raise InputError("no words to score")
+    analogies = analogy_accuracy(vectors).overall
+    return {"analogy_accuracy": analogies.accuracy, "analogy_questions": analogies.total,
+            **{f"{name}_spearman": word_pair_correlation(vectors, name).spearman for name in PAIR_FILES}}
+
+
+def on_shared_vocabulary(a: WordVectors, b: WordVectors) -> tuple[WordVectors, WordVectors]:
+    """a and b cut to the words both hold, in a's order: the same questions, answered among the same words."""
+    words = [w for w in a.words if w in b.index]
+    return (WordVectors(words, a.vectors[[a.index[w] for w in words]]),
+            WordVectors(words, b.vectors[[b.index[w] for w in words]]))

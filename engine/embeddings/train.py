@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from engine.embeddings.corpus import Vocab, load_corpus
-from engine.embeddings.evaluation import analogy_accuracy, word_pair_correlation
+from engine.embeddings.evaluation import scores
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecConfig, Word2VecModel, load_model, save_model, train
 
@@ -48,11 +48,7 @@ def gensim_word2vec(sentences, config: Word2VecConfig, workers: int = 1) -> Word
 
 def quality(model: Word2VecModel) -> dict:
     """Google analogies (3CosAdd) and WordSim-353 / SimLex-999 Spearman of the input vectors."""
-    vectors = WordVectors(model.vocab.words, model.input_vectors.numpy())
-    analogies = analogy_accuracy(vectors).overall
-    return {"analogy_accuracy": analogies.accuracy, "analogy_questions": analogies.total,
-            **{f"{name}_spearman": word_pair_correlation(vectors, name).spearman
-               for name in ("wordsim353", "simlex999")}}
+    return scores(WordVectors(model.vocab.words, model.input_vectors.numpy()))
 
 
 def main() -> None:

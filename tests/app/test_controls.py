@@ -33,10 +33,13 @@ EXPECTED: dict[str, list[str]] = {
     "cache_sizes": ["divide"],
     "flash_attention": ["tiles: the grid is drawn for at most", "KiB of SRAM"],
     "word2vec_training": ["Paste some text"],
+    "glove_counts": ["Paste some text"],  # the pasted corpus starts empty
+    "glove_training": ["Paste some text"],
     "online_softmax": ["As printed"],  # 003's printed recurrence, shown wrong on purpose
     "skipgram_pairs": ["does not fit in a sentence"],  # windows wider than the default sentence
     "pointer_network": ["the network made a mistake"],  # the model's own error on valid input
     "scoring_functions": ["leaves none to attend to", "same width"],
+    "projector": ["draws at most"],  # 5,000 and 10,000 words are PCA's, past t-SNE's budget
 }
 
 # Controls whose values may draw fewer figures than the defaults, and why.
@@ -63,6 +66,18 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
     ("analogies", "c"): ["london"],
     ("analogies", "more"): ["good better bad", "king queen"],
     ("analogies", "near"): ["frog"],
+    ("glove_counts", "i"): ["his"],
+    ("glove_counts", "j"): ["her"],
+    ("glove_counts", "probes"): ["he, she, the", "king"],
+    ("glove_counts", "glove_paste"): ["he said his water was cold and she said her tea was warm\n" * 20],
+    ("glove_training", "probe"): ["government"],
+    ("glove_training", "word"): ["music"],
+    ("glove_training", "glove_paste"): ["the king rules the land\nthe queen rules the land\n" * 20],
+    ("projector", "add"): ["frog, toad, newt", "Paris Rome"],
+    ("projector", "word"): ["city", "King"],
+    ("projector", "a"): ["paris"],
+    ("projector", "b"): ["queen"],
+    ("projector", "c"): ["girl"],
     ("decoding_lab", "text"): ["12/03/2021"],
     ("seq2seq_attention", "text"): ["March 3rd, 1999", "2001-07-14"],
     ("coverage", "text"): ["5 May 2010"],
@@ -82,10 +97,12 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
 }
 
 # Buttons pressed at the page's defaults: each does a bounded amount of work there.
-CLICKED = {("analogies", "Evaluate"), ("word2vec_training", "Train"), ("attention_variants", "Measure on this server")}
+CLICKED = {("analogies", "Evaluate"), ("word2vec_training", "Train"), ("attention_variants", "Measure on this server"),
+           ("glove_training", "Train")}
 # Buttons left to their own tests: what they start is long, and tested there with small settings.
 NOT_CLICKED = {
     ("word2vec_training", "Stop"): "tests/e2e: Stop during a run",
+    ("glove_training", "Stop"): "tests/e2e: Stop during a run",
     ("kv_cache", "Measure on this server"): "tests/app/test_transformer_pages.py times short generations",
     ("attention_timing", "Time attention here"): "tests/app/test_efficiency_pages.py times a small sweep",
 }
@@ -98,6 +115,11 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("softmax_gradient", {"c": "qwertyuiop"}, "not among"),
     ("hierarchical_softmax", {"word": "zzzzqqq"}, "not among"),
     ("analogies", {"a": "qeen"}, "did you mean"),
+    ("projector", {"n": "5000"}, "t-SNE draws at most 2,000 words"),
+    ("projector", {"add": "frog, ?!"}, "punctuation only"),
+    ("projector", {"add": "frgo"}, "did you mean"),
+    ("projector", {"word": "zebra"}, "not among the 1,001 words drawn"),
+    ("projector", {"b": " "}, "all three words"),
     ("decoding_lab", {"text": ""}, "empty"),
     ("decoding_lab", {"method": "exhaustive", "T": "30"}, "exhaustive search would expand"),
     ("seq2seq_attention", {"text": " "}, "empty"),
@@ -116,6 +138,11 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("rope", {"d": "7"}, "even"),
     ("online_softmax", {"source": "Typed", "x": ""}, "at least one logit"),
     ("word2vec_training", {"corpus": "pasted"}, "Paste some text"),
+    ("glove_counts", {"x_max": "0"}, "x_max must be positive"),
+    ("glove_counts", {"corpus": "pasted"}, "Paste some text"),
+    ("glove_counts", {"j": "steam"}, "not in the vocabulary: steam"),
+    ("glove_training", {"x_max": "-1"}, "x_max must be positive"),
+    ("glove_training", {"corpus": "pasted"}, "Paste some text"),
 ]
 
 

@@ -8,7 +8,7 @@ from engine import errata
 from engine.positions.rope import rope_frequencies
 from tests.app.conftest import assert_clean, open_page, texts
 
-FINDINGS = 9
+FINDINGS = 10
 
 
 def panels(at) -> dict[str, dict[str, tuple[str, str]]]:
@@ -36,7 +36,8 @@ def test_the_gathered_page_shows_every_finding_with_the_engines_numbers_and_a_li
     only_errors = open_page("notes_errata", show="errors")
     assert_clean(only_errors)
     assert "The notes disagree:" not in " ".join(texts(only_errors))
-    assert len(panels(only_errors)) == FINDINGS - 3  # base and pairing, the additive bias, the query's state
+    # disagreements: RoPE's base and pairing, the additive bias, the query's state, GloVe's biases
+    assert len(panels(only_errors)) == FINDINGS - 4
 
 
 @pytest.mark.parametrize("slug, params, first_row", [
@@ -49,6 +50,7 @@ def test_the_gathered_page_shows_every_finding_with_the_engines_numbers_and_a_li
     ("seq2seq_attention", {}, "bias inside the tanh"),
     ("scoring_functions", {"score": "Dot"}, "α_t1"),
     ("online_softmax", {}, "o_N"),
+    ("glove_training", {}, "J per nonzero X_ij, last epoch"),
 ])
 def test_each_finding_is_shown_on_the_page_it_concerns_with_a_link_to_them_all(slug, params, first_row):
     at = open_page(slug, **params)

@@ -1,4 +1,4 @@
-"""The Embeddings pages' buttons in chromium: train word2vec, stop it, evaluate analogies; readable links.
+"""The Embeddings pages' buttons in chromium: train word2vec, stop it and GloVe, evaluate analogies; readable links.
 
 Starts the real app with `streamlit run` (see conftest.py); screenshots land in tests/e2e/screenshots/.
 """
@@ -95,3 +95,20 @@ def test_analogies_evaluate_matches_gensim_in_the_browser(page):
     assert metric_value(page, "Analogy accuracy") == "58.5%"  # gensim's evaluate_word_analogies: 0.5853
     wordsim = re.compile(r"wordsim-?353 spearman", re.IGNORECASE)
     assert metric_value(page, wordsim) == "0.527"  # gensim's evaluate_word_pairs at restrict_vocab=10,000
+
+
+def test_glove_stop_keeps_the_model_so_far(page):
+    # 50 epochs at d = 100 over the Wikipedia sample's 2.4M counts cannot finish before Stop lands
+    open_url(page, "/glove_training?corpus=wikipedia&epochs=50&dim=100")
+    click_button(page, "Train")
+    page.locator("[data-testid='stProgress']").filter(has_text=re.compile(r"epoch \d+ of 50")).first.wait_for(
+        timeout=60_000)
+    click_button(page, "Stop")
+    heading = page.get_by_role("heading", name=re.compile(r"^Your model \(stopped at \d+%\)"))
+    heading.wait_for(timeout=60_000)
+    settle(page)
+    assert_clean(page)
+    assert int(re.search(r"stopped at (\d+)%", heading.inner_text()).group(1)) < 50
+    assert "wikipedia, window 10, d = 100, biases" in heading.inner_text()
+    page.get_by_text("Your model on its own words: analogies").wait_for(timeout=60_000)  # scored, stopped or not
+    screenshot(page, "glove_training_stopped")

@@ -114,3 +114,20 @@ def test_eq_137s_printed_rescaling_against_softmax():
     assert rows["o_N"][0].startswith(f"({e[0] / sum(e) * math.exp(4):.4g},")
     total = (e[0] * math.exp(4) + e[1] + e[2]) / sum(e)
     assert rows["Σ of o_N's entries (softmax weights sum to 1)"] == (f"{total:.4g}", "1")
+
+
+def test_glove_biases_compare_the_two_shipped_checkpoints_as_stored():
+    from engine.embeddings.train_glove import CHECKPOINTS as GLOVE
+
+    stored = {name: torch.load(GLOVE / f"{name}.pt", weights_only=True)
+              for name in ("glove_wikipedia_nobias", "glove_wikipedia")}
+    finding = errata.glove_biases(stored["glove_wikipedia_nobias"], stored["glove_wikipedia"])
+    assert finding.kind == "disagreement" and finding.page == "glove_training"
+    eq_19, paper = finding.rows["J per nonzero X_ij, last epoch"]
+    assert float(eq_19) == pytest.approx(stored["glove_wikipedia_nobias"]["losses"][-1], abs=5e-5)
+    assert float(paper) == pytest.approx(stored["glove_wikipedia"]["losses"][-1], abs=5e-5)
+    assert {stored[n]["config"]["biases"] for n in stored} == {False, True}
+    assert {k: v for k, v in stored["glove_wikipedia"]["config"].items() if k != "biases"} == {
+        k: v for k, v in stored["glove_wikipedia_nobias"]["config"].items() if k != "biases"}  # alike but for biases
+    rho = finding.rows["WordSim-353 Spearman ρ"]
+    assert rho == tuple(f"{stored[n]['metrics']['wordsim353_spearman']:.3f}" for n in stored)

@@ -1,0 +1,147 @@
+"""The embedding projector's vector sets, its projections (computed once per server and shared) and its figure."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.py), not by a page's first 3-D view
+
+from engine.embeddings.projection import TSNEConfig, choose_words, neighbours_kept, pca, tsne
+from engine.embeddings.vectors import WordVectors
+from ui import figures
+from ui.loaders import checkpoint_vectors, glove
+
+
+@dataclass(frozen=True)
+class VectorSet:
+    label: str
+    load: Callable[[], WordVectors]  # a cached loader: one copy per server
+    about: str
+
+
+# The URL names the key; a new vector set is one entry here.
+VECTOR_SETS = {
+    "glove": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)"),
+    "word2vec": VectorSet("our word2vec", lambda: checkpoint_vectors("wikipedia_sgns"),
+                          "9,002 words, 100 dimensions: our skip-gram on the Wikipedia sample (000 §2.2, §3)"),
+}
+
+
+# The page's defaults: its view is computed as the server starts (ui/defaults.py), before the first visitor
+DEFAULT = dict(source="glove", method="t-SNE", dims=2, n=1000, perplexity=30, analogy=("man", "king", "woman"))
+
+
+def analogy_arrows(vectors: WordVectors, a: str, b: str, c: str) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """The arrows b − a and d − c, d the 3CosAdd answer to a : b :: c : ? (000 eq. 1), and the four words."""
+    d = vectors.analogy(a, b, c, topn=1)[0][0]
+    return [(f"b − a: {a} → {b}", a, b), (f"d − c: {c} → {d} (3CosAdd)", c, d)], [a, b, c, d]
+
+
+def default_view() -> View:
+    """The view a visitor sees first: one t-SNE of 1,000 GloVe words and the default analogy's, per server."""
+    vectors = VECTOR_SETS[DEFAULT["source"]].load()
+    own = analogy_arrows(vectors, *DEFAULT["analogy"])[1]
+    words = tuple(choose_words(vectors.words, DEFAULT["n"], DEFAULT["method"], own))
+    return view(DEFAULT["source"], words, DEFAULT["method"], DEFAULT["dims"], DEFAULT["perplexity"])
+
+
+@dataclass(frozen=True)
+class View:
+    """One projection of some words, shared by every session that asks for it: never modify it."""
+
+    words: tuple[str, ...]
+    coords: np.ndarray  # (N, dims)
+    explained: np.ndarray | None  # (dims,) PCA's share of the variance per axis; None for t-SNE
+    kl: list[tuple[int, float]]  # t-SNE's (iteration, KL) reports; empty for PCA
+    kept: float  # share of each word's 10 nearest neighbours also nearest in the picture
+    seconds: float  # to compute, on this server
+
+
+@dataclass
+class _Slot:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    view: View | None = None
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _slot(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> _Slot:
+    """An empty place for one setting's view. The view is computed outside any cached function, so t-SNE can
+    draw its progress bar (a cached function may not write to elements made outside it); the lock makes a
+    second visitor wait for the first visitor's result instead of computing it again."""
+    return _Slot()
+
+
+def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int,
+         on_progress: Callable[[int, int, float], None] | None = None) -> View:
+    """The projection of words of a vector set by "PCA" or "t-SNE", computed once per server and setting."""
+    slot = _slot(source, words, method, dims, perplexity)
+    if not slot.lock.acquire(blocking=False):  # being computed for another visitor, or as the server started
+        with st.spinner(f"{method} of these {len(words):,} words is being computed for another visitor…"):
+            slot.lock.acquire()
+    try:
+        if slot.view is None:
+            slot.view = _compute(source, words, method, dims, perplexity, on_progress)
+    finally:
+        slot.lock.release()
+    return slot.view
+
+
+def _compute(source, words, method, dims, perplexity, on_progress) -> View:
+    vectors = VECTOR_SETS[source].load()
+    X = vectors.vectors[[vectors.index[w] for w in words]]  # (N, d)
+    start = time.perf_counter()
+    if method == "PCA":
+        found = pca(X, dims)
+        coords, explained, kl = found.coords, found.explained, []
+    else:
+        config = TSNEConfig(dims=dims, perplexity=perplexity)
+        if on_progress is not None:
+            on_progress(0, config.iterations, float("nan"))
+        found = tsne(X, config, on_progress)
+        coords, explained, kl = found.coords, None, found.kl
+    return View(words, coords, explained, kl, neighbours_kept(X, coords), time.perf_counter() - start)
+
+
+ARROW_COLOURS = ("#d62728", "#9467bd")  # b − a and d − c
+NEIGHBOUR_COLOUR = "#ff7f0e"
+
+
+@figures.shared
+def projection(coords: np.ndarray, words: tuple[str, ...], title: str, labelled: tuple[int, ...] = (),
+               centre: int | None = None, neighbours: tuple[int, ...] = (),
+               arrows: tuple[tuple[str, int, int], ...] = ()) -> go.Figure:
+    """Every word a small point (its name on hover); the labelled ones named; lines from the centre word to
+    its neighbours; arrows (name, from, to) between words. coords (N, 2) or (N, 3)."""
+    flat = coords.shape[1] == 2
+    trace = go.Scatter if flat else Scatter3d
+
+    def at(rows, **kwargs):  # the x, y (and z) of some rows, None between segments passed through
+        columns = [[None if r is None else float(coords[r, j]) for r in rows] for j in range(coords.shape[1])]
+        return dict(zip("xyz", columns), **kwargs)
+
+    fig = go.Figure()
+    fig.add_trace(trace(**at(range(len(words))), mode="markers", name="words", hovertext=words, hoverinfo="text",
+                        marker=dict(size=5 if flat else 2, color="#7f9fbf", opacity=0.6)))
+    if centre is not None and neighbours:
+        rows = [r for n in neighbours for r in (centre, n, None)]
+        fig.add_trace(trace(**at(rows), mode="lines", name=f"neighbours of {words[centre]}", hoverinfo="skip",
+                            line=dict(color=NEIGHBOUR_COLOUR, width=2)))
+    for (name, a, b), colour in zip(arrows, ARROW_COLOURS):
+        tip = dict(symbol="arrow", angleref="previous", size=[0, 16]) if flat else dict(symbol="diamond", size=[0, 6])
+        fig.add_trace(trace(**at([a, b]), mode="lines+markers", name=name, hoverinfo="skip",
+                            line=dict(color=colour, width=3), marker=dict(color=colour, **tip)))
+    if labelled:
+        fig.add_trace(trace(**at(labelled), mode="markers+text", name="named", text=[words[i] for i in labelled],
+                            textposition="top center", hoverinfo="text", showlegend=False,
+                            marker=dict(size=8 if flat else 4, color="#1f2f4f")))
+    fig.update_layout(legend=dict(orientation="h", y=-0.08))
+    if flat:
+        fig.update_yaxes(scaleanchor="x")  # one unit as long on both axes: distances read the same every way
+    else:
+        fig.update_layout(scene=dict(aspectmode="data"))
+    return figures.style(fig, title, 560)

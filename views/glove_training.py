@@ -1,0 +1,112 @@
+import numpy as np
+import streamlit as st
+
+from engine import errata
+from engine.embeddings.cooccurrence import weighting
+from engine.embeddings.glove_training import GloVeConfig, train
+from engine.embeddings.train_glove import quality
+from ui import errata_panel, figures, glove, training
+from ui.loaders import glove as glove_6b
+from ui.loaders import glove_checkpoint
+from ui.page import Page, equations
+from ui.tables import neighbour_table
+
+RESULT = "glove_training_result"  # session key: (settings, model) of the last run, finished or stopped
+SCORED = "glove_training_scored"  # session key: (model, its scores), scored once per model
+SHIPPED = {"glove_wikipedia": "ours, with biases", "glove_wikipedia_nobias": "ours, no biases (000 eq. 19)"}
+page = Page("glove_training")
+page.intro(
+    "GloVe fits u_iᵀv_j to log X_ij over every nonzero count at once (000 eq. 19-20), each term weighted by "
+    "f(X_ij) (eq. 21), with AdaGrad as the paper's glove.c: each parameter's step is divided by the root of its "
+    "summed squared gradients. 000 eq. 19 has no biases; the paper adds b_i + b̃_j, which absorb how common "
+    "each word is. Switch them off to train the notes' form. The shipped checkpoints, one of each, were "
+    "trained on the Wikipedia sample by `python -m engine.embeddings.train_glove`; train your own below."
+)
+c = st.columns([1.4, 1, 1, 1, 1, 1, 1])
+source = glove.choose_corpus(page, c[0], default="lee")
+window = page.slider("Window", "window", 1, 10, 10, where=c[1])
+dim = page.slider("Dimension d", "dim", 10, 100, 50, 10, where=c[2])
+epochs = page.slider("Epochs", "epochs", 1, 50, 25, where=c[3])
+x_max = page.number("x_max", "x_max", 10.0, step=5.0, where=c[4],
+                    help="The paper's 100 suits billions of words; on ours nearly every count is far below it")
+alpha = page.slider("α", "alpha", 0.05, 1.0, 0.75, 0.05, where=c[5])
+biases = page.toggle("Biases", "biases", True, where=c[6], help="The paper's b_i + b̃_j; 000 eq. 19 has none")
+
+shipped = {}
+left, right = st.columns([3, 2])
+with right:
+    equations(
+        ("000 eq. 19 (P: the counts X)", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
+        ("Pennington et al. eq. 8: with biases",
+         r"J = \sum_{i,j} f(X_{ij}) (u_i^\top v_j + b_i + \tilde b_j - \log X_{ij})^2"),
+        ("AdaGrad, as glove.c (η = 0.05, G from 1)",
+         r"G \mathrel{+}= g^2,\quad \theta \mathrel{-}= \eta\, g / \sqrt{G}"),
+        ("word vectors, glove.c's default", r"w_i = u_i + v_i"),
+    )
+with left, page.guard():
+    shipped = {name: glove_checkpoint(name) for name in SHIPPED}
+    curves = {label: shipped[name][1]["losses"] for name, label in SHIPPED.items()}
+    first = next(iter(shipped.values()))[1]
+    figures.show(figures.lines(np.arange(1, len(first["losses"]) + 1), curves,
+                               title="Shipped checkpoints: J per nonzero X_ij, epoch by epoch (Wikipedia sample)",
+                               x_title="epoch", y_title="J / nonzero entries", log_y=True, height=320))
+    st.caption(f"Each: {first['config']['epochs']} epochs, d = {first['config']['dim']}, window {first['window']}, "
+               f"x_max = {first['config']['x_max']:g}, α = {first['config']['alpha']:g}; "
+               f"{first['seconds']:.0f} s on one CPU thread. Without biases u_iᵀv_j must also carry log of how "
+               "common i and j are, and J stays higher.")
+    errata_panel.show(errata.glove_biases(shipped["glove_wikipedia_nobias"][1], shipped["glove_wikipedia"][1]))
+
+probes = training.words_in(page.text("Words to look up in your model", "probe", "government, war, city",
+                                     max_chars=200))
+start = training.buttons()
+with page.guard():
+    counts = glove.count(source, window, harmonic=True)
+    config = GloVeConfig(dim, epochs, x_max, alpha, biases=biases)
+    weights = weighting(counts.X.data, x_max, alpha)  # an x_max ≤ 0 is refused here, before any training
+    st.caption(f"{source}: {counts.words:,} words, {len(counts.vocab):,} in the vocabulary, X with {counts.X.nnz:,} "
+               f"nonzero entries (window {window}, 1/d); an epoch visits each once. Mean f(X_ij) {weights.mean():.3f}.")
+    if start:
+        training.run(RESULT, (source, window, config),
+                     lambda report: train(counts.X, counts.vocab, config, on_progress=report, reports=25),
+                     lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.entries_per_second:,.0f} entries/s",
+                     label="J per nonzero X_ij", x_label="epoch")
+
+rows = {}
+result = st.session_state.get(RESULT)
+if result is not None:
+    (trained_on, trained_window, trained), model = result
+    vectors = model.word_vectors()
+    st.subheader(f"Your model ({training.state(model)}): {trained_on}, window {trained_window}, d = {trained.dim}, "
+                 f"{'biases' if trained.biases else 'no biases'}, {len(vectors):,} words"
+                 + (f", {model.seconds:.1f} s" if model.seconds else ""))  # a run ended by Stop has no time yet
+    training.loss_curve(st, model.losses, label="J per nonzero X_ij", x_label="epoch")
+    training.neighbour_columns(page, vectors, probes)
+    with page.guard():
+        scored = st.session_state.get(SCORED)
+        if scored is None or scored[0] is not model:
+            with st.spinner("Scoring your vectors on the analogies and rated pairs…"):
+                st.session_state[SCORED] = scored = (model, quality(vectors, glove_6b()))
+        measured = scored[1]
+        st.caption(f"Your model on its own words: {training.scores_text(measured['metrics'])}.")
+        rows = {"yours": measured["shared"]["ours"], "GloVe 6B, your model's words": measured["shared"]["glove_6b"]}
+
+if shipped:
+    st.subheader("Ours beside GloVe 6B on the words both know")
+    shared = next(iter(shipped.values()))[1]["shared"]
+    rows = {label: shipped[name][1]["shared"]["ours"] for name, label in SHIPPED.items()} | {
+        "GloVe 6B 50d, the same words": shared["glove_6b"]} | rows
+    st.dataframe({"vectors": list(rows), "analogies": [m["analogy_accuracy"] for m in rows.values()],
+                  "questions": [m["analogy_questions"] for m in rows.values()],
+                  **{f"{title} ρ": [m[f"{name}_spearman"] for m in rows.values()]
+                     for name, title in training.PAIR_NAMES.items()}},
+                 hide_index=True, column_config={"analogies": st.column_config.NumberColumn(format="percent")})
+    st.caption(f"The shipped vectors and GloVe 6B, each cut to the {shared['words']:,} words both hold, answer the "
+               "same Google analogy questions (3CosAdd) among the same words and are scored on the same rated "
+               "pairs. GloVe 6B saw 6 billion words, ours 453 thousand.")
+    word = page.text("Neighbours of", "word", "war", max_chars=40).strip().lower()
+    with page.guard():
+        ours = {label: shipped[name][0] for name, label in SHIPPED.items()}
+        theirs = glove.glove_6b_on(next(iter(SHIPPED)))
+        for column, (label, vecs) in zip(st.columns(3), (ours | {"GloVe 6B, the same words": theirs}).items()):
+            with column:
+                neighbour_table(vecs.neighbours(word, 10), label)

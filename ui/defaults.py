@@ -16,7 +16,7 @@ from engine.seq2seq.dates import distracted_examples
 from engine.seq2seq.decode import held_out_metrics
 from engine.transformer.model import generate
 from ui.glove import glove_6b_on
-from ui.loaders import char_model, cooccurrence_counts, seq2seq_checkpoint
+from ui.loaders import char_model, cooccurrence_counts, fasttext_checkpoint, ngram_collisions, seq2seq_checkpoint
 from ui.projector import default_view
 
 STUDY_WIDTHS, STUDY_SEED = [1, 2, 4, 8], 30_000
@@ -32,6 +32,7 @@ KV_PROMPT = ("Hundreds of people have been forced to vacate their homes in the S
 KV_LONGEST = 128  # characters generated at most; after a long prompt the uncached steps are already slow
 KV_TEMPERATURE = 0.8
 GLOVE_COUNTS = ("wikipedia", 10, True, 5)  # the GloVe counts page's default X: corpus, window, 1/d, min_count
+FASTTEXT_GRAMS = (3, 6, 2_000_000)  # the FastText page's default n-gram range and buckets
 
 
 @st.cache_data(show_spinner="Exhaustive search and four beams on 30 inputs, about 2 seconds…")
@@ -64,7 +65,8 @@ def _compute_all() -> None:
     os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     for compute, args in ((error_study, (STUDY_MODEL,)), (distracted_metrics, ()),
                           (generated_both_ways, (KV_PROMPT, KV_LONGEST)), (default_view, ()),
-                          (cooccurrence_counts, GLOVE_COUNTS), (glove_6b_on, ("glove_wikipedia",))):
+                          (cooccurrence_counts, GLOVE_COUNTS), (glove_6b_on, ("glove_wikipedia",)),
+                          (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS)):
         try:
             compute(*args)
         except Exception:  # noqa: BLE001  (a missing or damaged checkpoint: the page that needs it says so)

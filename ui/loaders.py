@@ -1,13 +1,18 @@
 """Cached loaders: one copy per process of each shipped model, shared by every session and never mutated."""
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
 from engine.efficiency import records
 from engine.embeddings.cooccurrence import cooccurrence
 from engine.embeddings.corpus import Vocab, load_corpus
+from engine.embeddings.fasttext import FastTextModel
+from engine.embeddings.fasttext import load_model as load_fasttext
 from engine.embeddings.glove import load_glove
+from engine.embeddings.subwords import collisions, ngrams
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.train_glove import load_glove_checkpoint
 from engine.embeddings.vectors import WordVectors
@@ -88,6 +93,22 @@ def glove_checkpoint(name: str) -> tuple[WordVectors, dict]:
     return load_glove_checkpoint(EMBEDDING_CHECKPOINTS / f"{name}.pt")
 
 
+@st.cache_resource(show_spinner="Loading our FastText checkpoint and building its 9,002 word vectors…")
+def fasttext_checkpoint() -> tuple[FastTextModel, WordVectors, dict]:
+    """The shipped FastText model, every vocabulary word's vector (fastText's mean of its word and n-gram rows)
+    and what the checkpoint stores (metrics, losses, training time)."""
+    model, extra = load_fasttext(EMBEDDING_CHECKPOINTS / "fasttext_wikipedia.pt")
+    return model, model.word_vectors(), extra
+
+
+@st.cache_data(max_entries=8, show_spinner="Hashing the vocabulary's n-grams into buckets…")
+def ngram_collisions(min_n: int, max_n: int, n_buckets: int) -> tuple[int, dict[int, list[str]]]:
+    """How many distinct n-grams the FastText vocabulary's words have, and the buckets several of them share."""
+    words = fasttext_checkpoint()[0].vocab.words
+    grams = list(dict.fromkeys(g for w in words for g in ngrams(w, min_n, max_n)))
+    return len(grams), collisions(grams, n_buckets)
+
+
 @st.cache_resource(show_spinner="Reading the corpus: the Wikipedia sample is extracted from its dump, about 3 s…")
 def corpus(name: str) -> tuple[tuple[str, ...], ...]:
     return load_corpus(name)
@@ -123,6 +144,17 @@ def decoding_model(name: str, text: str, page):
         ids, _ = prompt_ids(page, text, vocab, limit=200)
         return LanguageModelStepper(model, vocab, ids)
     return Seq2SeqStepper(seq2seq_checkpoint(name)[0], text)
+
+
+@st.cache_data(show_spinner=False)
+def word_vector_benchmark() -> dict | None:
+    """benchmarks/results/word2vec.json as `python -m benchmarks.word2vec` wrote it; None when it is missing or
+    holds no FastText rows (the page then says how to measure)."""
+    try:
+        data = json.loads((records.RESULTS / "word2vec.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("fasttext"), list) else None
 
 
 @st.cache_data(show_spinner=False)

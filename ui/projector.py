@@ -14,7 +14,7 @@ from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.p
 from engine.embeddings.projection import TSNEConfig, choose_words, neighbours_kept, pca, tsne
 from engine.embeddings.vectors import WordVectors
 from ui import figures
-from ui.loaders import checkpoint_vectors, glove
+from ui.loaders import checkpoint_vectors, fasttext_checkpoint, glove, glove_checkpoint
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ VECTOR_SETS = {
     "glove": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)"),
     "word2vec": VectorSet("our word2vec", lambda: checkpoint_vectors("wikipedia_sgns"),
                           "9,002 words, 100 dimensions: our skip-gram on the Wikipedia sample (000 §2.2, §3)"),
+    "our_glove": VectorSet("our GloVe", lambda: glove_checkpoint("glove_wikipedia")[0],
+                           "9,002 words, 50 dimensions: our GloVe on the Wikipedia sample's counts (000 §4.2)"),
+    "fasttext": VectorSet("our FastText", lambda: fasttext_checkpoint()[1],
+                          "9,002 words, 100 dimensions: our FastText on the Wikipedia sample, each word the mean of "
+                          "its own and its n-grams' vectors (000 §4.1)"),
 }
 
 

@@ -117,6 +117,15 @@ class WordVectors:
         rows = self.unit[:restrict_vocab]  # (R, d)
         return self._top(rows @ self.unit[i], topn, exclude=[i])
 
+    def neighbours_of_vector(self, vector: np.ndarray, topn: int = 10, exclude: str = "") -> list[tuple[str, float]]:
+        """The topn words of highest cosine with any vector (d,), e.g. an unseen word's (gensim similar_by_vector),
+        leaving out the word `exclude` if it is one."""
+        length = float(np.linalg.norm(vector))
+        if length == 0:
+            raise InputError("a zero vector has no direction, so no neighbours")
+        excluded = [self.index[exclude]] if exclude in self.index else []
+        return self._top(self.unit @ (vector / length), topn, exclude=excluded)
+
     def analogy(
         self, a: str, b: str, c: str, topn: int = 10, method: str = "3CosAdd", restrict_vocab: int | None = None
     ) -> list[tuple[str, float]]:

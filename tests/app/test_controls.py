@@ -39,7 +39,8 @@ EXPECTED: dict[str, list[str]] = {
     "skipgram_pairs": ["does not fit in a sentence"],  # windows wider than the default sentence
     "pointer_network": ["the network made a mistake"],  # the model's own error on valid input
     "scoring_functions": ["leaves none to attend to", "same width"],
-    "projector": ["draws at most"],  # 5,000 and 10,000 words are PCA's, past t-SNE's budget
+    "projector": ["draws at most"],
+    "fasttext": ["above the longest", "no n-grams of"],  # a range of n the word or the sliders leave empty  # 5,000 and 10,000 words are PCA's, past t-SNE's budget
 }
 
 # Controls whose values may draw fewer figures than the defaults, and why.
@@ -73,6 +74,7 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
     ("glove_training", "probe"): ["government"],
     ("glove_training", "word"): ["music"],
     ("glove_training", "glove_paste"): ["the king rules the land\nthe queen rules the land\n" * 20],
+    ("fasttext", "word"): ["where", "city", "Teacherz"],
     ("projector", "add"): ["frog, toad, newt", "Paris Rome"],
     ("projector", "word"): ["city", "King"],
     ("projector", "a"): ["paris"],
@@ -115,6 +117,10 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("softmax_gradient", {"c": "qwertyuiop"}, "not among"),
     ("hierarchical_softmax", {"word": "zzzzqqq"}, "not among"),
     ("analogies", {"a": "qeen"}, "did you mean"),
+    ("fasttext", {"word": "?!"}, "no letters or digits"),
+    ("fasttext", {"word": "q", "min_n": "5"}, "no n-grams of 5 to 6 characters"),
+    ("fasttext", {"word": " "}, "the box is empty"),
+    ("fasttext", {"min_n": "6", "max_n": "2"}, "above the longest"),
     ("projector", {"n": "5000"}, "t-SNE draws at most 2,000 words"),
     ("projector", {"add": "frog, ?!"}, "punctuation only"),
     ("projector", {"add": "frgo"}, "did you mean"),

@@ -71,6 +71,16 @@ def test_neighbours_match_gensim(wv, kv, word, restrict_vocab):
     assert_same_ranking(ours, kv.most_similar(word, topn=10, restrict_vocab=restrict_vocab))
 
 
+@pytest.mark.parametrize("word", ["frog", "computer"])
+def test_neighbours_of_any_vector_match_gensims_similar_by_vector(wv, kv, word):
+    vector = wv.vector(word) * 3.0 + 0.1  # a vector no word has
+    assert_same_ranking(wv.neighbours_of_vector(vector, 10), kv.similar_by_vector(vector, topn=10))
+    assert [w for w, _ in wv.neighbours_of_vector(wv.vector(word), 5, exclude=word)] == \
+        [w for w, _ in wv.neighbours(word, 5)]
+    with pytest.raises(InputError, match="zero vector"):
+        wv.neighbours_of_vector(np.zeros(50))
+
+
 @pytest.fixture(scope="module")
 def accuracy_and_progress(wv):
     calls = []

@@ -26,7 +26,7 @@ class VectorSet:
 
 # The URL names the key; a new vector set is one entry here.
 VECTOR_SETS = {
-    "glove": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)"),
+    "glove_6b": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)"),
     "word2vec": VectorSet("our word2vec", lambda: checkpoint_vectors("wikipedia_sgns"),
                           "9,002 words, 100 dimensions: our skip-gram on the Wikipedia sample (000 §2.2, §3)"),
     "our_glove": VectorSet("our GloVe", lambda: glove_checkpoint("glove_wikipedia")[0],
@@ -38,7 +38,7 @@ VECTOR_SETS = {
 
 
 # The page's defaults: its view is computed as the server starts (ui/defaults.py), before the first visitor
-DEFAULT = dict(source="glove", method="t-SNE", dims=2, n=1000, perplexity=30, analogy=("man", "king", "woman"))
+DEFAULT = dict(source="glove_6b", method="t-SNE", dims=2, n=1000, perplexity=30, analogy=("man", "king", "woman"))
 
 
 def analogy_arrows(vectors: WordVectors, a: str, b: str, c: str) -> tuple[list[tuple[str, str, str]], list[str]]:

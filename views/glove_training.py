@@ -39,8 +39,8 @@ with right:
         ("000 eq. 19 (P: the counts X)", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
         ("Pennington et al. eq. 8: with biases",
          r"J = \sum_{i,j} f(X_{ij}) (u_i^\top v_j + b_i + \tilde b_j - \log X_{ij})^2"),
-        ("AdaGrad, as glove.c (η = 0.05, G from 1)",
-         r"G \mathrel{+}= g^2,\quad \theta \mathrel{-}= \eta\, g / \sqrt{G}"),
+        ("AdaGrad, one X_ij at a time as glove.c (η = 0.05, G from 1)",
+         r"\theta \mathrel{-}= \eta\, g / \sqrt{G},\quad G \mathrel{+}= (\eta\, g)^2"),
         ("word vectors, glove.c's default", r"w_i = u_i + v_i"),
     )
 with left, page.guard():

@@ -1,19 +1,12 @@
-"""GloVe from counts (000 §4.2, eq. 19-21): X against a hand count and a dictionary count, f(x), the
-gradient against autograd, and training that lowers J."""
+"""GloVe from counts (000 §4.2, eq. 19-21): X against a hand count and a dictionary count, f(x), the compiled
+AdaGrad step against autograd, and training that lowers J."""
 import numpy as np
 import pytest
 import torch
 
 from engine.embeddings.cooccurrence import cooccurrence, cooccurrence_by_dictionary, ratio_table, weighting
 from engine.embeddings.corpus import Vocab, load_corpus, tokenize
-from engine.embeddings.glove_training import (
-    GloVeConfig,
-    entry_gradients,
-    initial_parameters,
-    nonzero_entries,
-    objective,
-    train,
-)
+from engine.embeddings.glove_training import GloVeConfig, adagrad_steps, initial_parameters, objective, train
 from engine.errors import InputError
 
 TEXT = "the cat sat on the mat\nthe dog sat"
@@ -59,22 +52,34 @@ def test_weighting_function():
 
 
 @pytest.mark.parametrize("biases", [True, False])
-def test_entry_gradients_equal_autograd(biases):
+def test_compiled_adagrad_steps_equal_autograd(biases):
+    """Two steps on one entry against the gradient of ½ f(x) e² (000 eq. 20, the paper's biases when asked) from
+    torch.autograd. glove.c steps by −η g / √G, then adds (η g)² to G: from G = 1 the first step is −η g, the
+    second −η g' / √(1 + (η g)²). η = 10 makes η g of order 0.1, so that adding (η g)² to G before the step instead of
+    after would be off by percents."""
     X, vocab = small_counts(3)
-    config = GloVeConfig(dim=4, x_max=2.0, biases=biases)
+    config = GloVeConfig(dim=4, x_max=2.0, lr=10.0, biases=biases)
     p = initial_parameters(len(vocab), config)
-    rows, cols, counts = nonzero_entries(X)
-    cost, grads = entry_gradients(p, rows, cols, counts, config)
-    leaves = [t.clone().requires_grad_() for t in p.tensors()]
-    u, v, b, bc = leaves
-    error = (u[rows] * v[cols]).sum(1) + (b[rows] + bc[cols] if biases else 0) - counts.log()
-    f = torch.from_numpy(weighting(counts.numpy(), 2.0, 0.75))
-    J = 0.5 * (f * error ** 2).sum()  # eq. 19, with the paper's biases when asked
-    J.backward()
-    assert cost == pytest.approx(J.item())
-    for leaf, grad, index in zip(leaves, grads, (rows, cols, rows, cols)):
-        summed = torch.zeros_like(leaf).index_add_(0, index, grad)
-        torch.testing.assert_close(summed, leaf.grad if biases or leaf.dim() == 2 else torch.zeros_like(leaf))
+    G = [np.ones_like(a) for a in p.arrays()]
+    i, j, x = vocab.index["the"], vocab.index["sat"], X[vocab.index["the"], vocab.index["sat"]]
+    f = weighting(np.array([x]), 2.0, 0.75)[0]
+    entry = (np.int32([i, i]), np.int32([j, j]), np.log([x, x]).astype(np.float32), np.float32([f, f]))
+    for step in range(2):
+        leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in p.arrays()]
+        u, v, b, bc = leaves
+        e = u[i] @ v[j] + (b[i] + bc[j] if biases else 0) - np.log(x)
+        J = 0.5 * f * e ** 2
+        J.backward()
+        G_before = [g.astype(np.float64) for g in G]
+        cost = adagrad_steps(*p.arrays(), *G, *entry, step, step + 1, np.float32(config.lr), biases)
+        assert cost == pytest.approx(J.item(), rel=1e-5)  # float32 parameters: 2⁻²⁴ of each, summed over d = 4
+        for leaf, after, square, square_before in zip(leaves, p.arrays(), G, G_before):
+            g = config.lr * (leaf.grad.numpy() if leaf.grad is not None else np.zeros(leaf.shape))
+            # float32: each parameter rounds to 2⁻²⁴ of its size (≤ 1 here), far below the steps (~0.01)
+            np.testing.assert_allclose(after - leaf.detach().numpy(), -g / np.sqrt(square_before), rtol=1e-4,
+                                       atol=1e-8)
+            np.testing.assert_allclose(square, square_before + g ** 2, rtol=1e-6)
+    assert (G[0][i] > 1).all()  # the second step was divided by a grown G
 
 
 def test_training_lowers_the_objective_and_can_be_stopped():
@@ -105,3 +110,7 @@ def test_ratio_table_and_bad_input():
     empty = Vocab.build([["a"]], min_count=1)
     with pytest.raises(InputError, match="co-occur"):
         train(cooccurrence(*empty.encode([["a"]]), 1, 5), empty, GloVeConfig(epochs=1))
+    infinite = X.copy()
+    infinite.data[0] = np.inf  # log X_ij = ∞: J is infinite from the first stretch of entries
+    with pytest.raises(InputError, match="diverged"):
+        train(infinite, vocab, GloVeConfig(dim=4, epochs=1))

@@ -82,10 +82,12 @@ def _draw_each_kind() -> None:
 def _compile_kernels() -> None:
     """numba compiles a function (or loads it from its on-disk cache) at its first call, importing modules as
     it goes: make those calls here, on a few words, with the argument types the pages pass."""
-    from engine.embeddings import cooccurrence, fasttext, word2vec
+    from engine.embeddings import cooccurrence, fasttext, glove_training, word2vec
+    from engine.embeddings.corpus import Vocab
 
     words = [["a", "b", "a", "b", "a"]]
-    cooccurrence.cooccurrence(np.array([0, 1, 0]), np.array([0, 0, 0]), 2, 1)
+    X = cooccurrence.cooccurrence(np.array([0, 1, 0]), np.array([0, 0, 0]), 2, 1)
+    glove_training.train(X, Vocab(["a", "b"], np.array([3, 2])), glove_training.GloVeConfig(dim=2, epochs=1))
     word2vec.train(words, word2vec.Word2VecConfig(dim=2, min_count=1, epochs=1, sample=0))
     fasttext.train(words, fasttext.FastTextConfig(dim=2, min_count=1, epochs=1, buckets=10, sample=0))
 

@@ -123,7 +123,7 @@ def train(sentences, config: FastTextConfig = FastTextConfig(),
 
     model.fraction_done, pairs = sgns.train_epochs(
         W_in, W_out, row_starts, rows, ids, sentence, vocab.keep_probability(config.sample),
-        sgns.noise_table(vocab.noise_distribution()), window=config.window, negatives=config.negatives,
+        vocab.noise_distribution(), window=config.window, negatives=config.negatives,
         epochs=config.epochs, lr=config.lr, min_lr=config.min_lr, seed=config.seed, workers=config.workers,
         on_report=report, reports=reports)
     if pairs == 0:

@@ -1,6 +1,6 @@
 """Train the shipped FastText checkpoint (000 §4.1, eq. 17-18) on the Wikipedia sample; reproducible from its seed.
 
-    python -m engine.embeddings.train_fasttext          # about 15 s on one CPU thread
+    python -m engine.embeddings.train_fasttext          # about 10 s on one CPU thread
 
 fasttext_wikipedia: skip-gram with negative sampling over words and their 3- to 6-grams in fastText's
 2,000,000 buckets, with word2vec's shipped settings (d = 100, window 5, k = 5, min_count 5, subsampling 1e-3),

@@ -26,6 +26,7 @@ from engine.embeddings.pairs import cbow_examples, shrunk_windows, training_pair
 from engine.errors import InputError
 
 ARCHITECTURES = ("skipgram", "cbow")
+NOISE_TABLE = 1_000_000  # quantiles of P_n(w): a batch draws its negatives with one randint and one gather
 NO_PAIRS = "no (centre, context) pair in any epoch: paste more text, with several words per line"
 OBJECTIVES = ("negative", "hierarchical", "softmax")
 
@@ -87,7 +88,9 @@ class _Objective:
         if config.objective == "hierarchical":
             self.path_points, self.path_signs, self.path_mask = huffman_tree(vocab.counts).padded()  # (V, L)
         if config.objective == "negative":
-            self.noise_table = torch.from_numpy(sgns.noise_table(vocab.noise_distribution()))
+            cumulative = np.cumsum(vocab.noise_distribution())
+            quantiles = (np.arange(NOISE_TABLE) + 0.5) / NOISE_TABLE
+            self.noise_table = torch.from_numpy(np.searchsorted(cumulative, quantiles).clip(0, len(vocab) - 1))
             k, B = config.negatives, config.batch_size
             self.pair_signs = torch.cat([torch.ones(B, 1), -torch.ones(B, k)], dim=1)  # (B, 1 + k)
             self.true_word = torch.ones(B, 1, dtype=torch.bool)
@@ -224,7 +227,7 @@ def _train_compiled(model: Word2VecModel, ids, sentence, keep, on_progress, repo
     vocab_rows = np.arange(len(model.vocab))  # each word enters through its own row only
     model.fraction_done, pairs = sgns.train_epochs(
         model.input_vectors.numpy(), model.output_vectors.numpy(), np.arange(len(model.vocab) + 1), vocab_rows,
-        ids, sentence, keep, sgns.noise_table(model.vocab.noise_distribution()), window=config.window,
+        ids, sentence, keep, model.vocab.noise_distribution(), window=config.window,
         negatives=config.negatives, epochs=config.epochs, lr=config.lr, min_lr=config.min_lr, seed=config.seed,
         workers=config.workers, on_report=report, reports=reports)
     if pairs == 0:

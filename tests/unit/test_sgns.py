@@ -8,22 +8,30 @@ import torch.nn.functional as F
 from engine.embeddings import sgns
 
 
-def _lcg_draws(seed: int, count: int, table_size: int) -> list[int]:
-    """word2vec.c's next_random = next_random · 25214903917 + 11 (mod 2^64), drawn as next_random >> 16."""
-    state, draws = seed, []
+def _lcg(state: int) -> int:
+    """word2vec.c's next_random = next_random · 25214903917 + 11 (mod 2^64)."""
+    return (state * 25214903917 + 11) % 2 ** 64
+
+
+def _alias_draws(seed: int, count: int, accept, alias) -> tuple[list[int], int]:
+    """The kernel's draws replayed: k from the high 32 bits of one draw, kept if the next draw's 24-bit
+    fraction is below accept[k]."""
+    state, words = seed, []
     for _ in range(count):
-        state = (state * 25214903917 + 11) % 2 ** 64
-        draws.append((state >> 16) % table_size)
-    return draws
+        state = _lcg(state)
+        k = (((state >> 16) & 0xFFFFFFFF) * len(accept)) >> 32
+        state = _lcg(state)
+        words.append(k if ((state >> 16) & 0xFFFFFF) / 2 ** 24 < accept[k] else int(alias[k]))
+    return words, state
 
 
 @pytest.mark.parametrize("input_rows", [[3], [3, 7, 8]])  # word2vec's own row; FastText's word and n-gram rows
 def test_pair_step_is_an_sgd_step_on_eq16(input_rows):
     rng = np.random.default_rng(0)
     W_in, W_out = rng.normal(0, 0.3, (10, 8)), rng.normal(0, 0.3, (10, 8))
-    table = rng.integers(0, 10, 2 ** 4)
+    accept, alias = sgns.alias_table(rng.random(10))
     target, k, lr, seed = 5, 4, 0.1, 12345
-    negatives = [int(table[i]) for i in _lcg_draws(seed, k, len(table))]
+    negatives, final_state = _alias_draws(seed, k, accept, alias)
     negatives = [w for w in negatives if w != target]  # word2vec.c skips a draw equal to the true word
 
     v, u = torch.tensor(W_in, requires_grad=True), torch.tensor(W_out, requires_grad=True)
@@ -32,20 +40,14 @@ def test_pair_step_is_an_sgd_step_on_eq16(input_rows):
     d_v, d_u = torch.autograd.grad(log_likelihood, (v, u))
 
     new_in, new_out = W_in.copy(), W_out.copy()
-    loss, state = sgns.pair_step(new_in, new_out, np.array(input_rows), 0, len(input_rows), target, k, table, lr,
-                                 np.uint64(seed), np.empty(8), np.empty(8))
+    loss, state = sgns.pair_step(new_in, new_out, np.array(input_rows), 0, len(input_rows), target, k, accept, alias,
+                                 lr, np.uint64(seed), np.empty(8), np.empty(8))
     # σ and log σ come from 1,000-entry tables over [−6, 6]: within 0.2% of the exact values at these scores
     assert loss == pytest.approx(-log_likelihood.item(), abs=0.01)
     assert np.allclose(new_out, W_out + lr * d_u.numpy(), atol=lr * 0.01)
     # fastText and gensim add ∂/∂h whole to every input row: len(rows) times the true gradient of the mean
     assert np.allclose(new_in, W_in + lr * len(input_rows) * d_v.numpy(), atol=lr * 0.01 * len(input_rows))
-    assert int(state) == _lcg_state(seed, k)
-
-
-def _lcg_state(seed: int, steps: int) -> int:
-    for _ in range(steps):
-        seed = (seed * 25214903917 + 11) % 2 ** 64
-    return seed
+    assert int(state) == final_state
 
 
 def test_a_window_of_one_steps_every_neighbouring_pair_within_sentences():
@@ -55,7 +57,7 @@ def test_a_window_of_one_steps_every_neighbouring_pair_within_sentences():
     ids = np.arange(len(sentence)) % 6
     W_in, W_out = np.zeros((6, 4), np.float32), np.zeros((6, 4), np.float32)
     loss, pairs = sgns.train_chunk(W_in, W_out, np.arange(7), np.arange(6), ids, sentence, 0, len(ids),
-                                   np.ones(6), np.arange(16) % 6, 1, 2, np.float32(0.025), 1)
+                                   np.ones(6), *sgns.alias_table(np.ones(6)), 1, 2, np.float32(0.025), 1)
     assert pairs == sum(2 * (n - 1) for n in lengths)
     # all vectors start and stay at 0: every term is −log σ(0) = log 2, one per pair and up to k = 2 per pair more
     assert np.log(2) * 0.99 <= loss / pairs <= np.log(2) * 3 * 1.01 and not W_in.any()
@@ -69,11 +71,19 @@ def test_chunks_hold_whole_sentences():
     assert np.all(np.diff(starts)[:-1] >= 20) and np.all(np.diff(starts) < 20 + 7)  # the last takes what is left
 
 
-def test_noise_table_draws_follow_the_distribution():
-    p = np.array([0.5, 0.3, 0.2])
-    table = sgns.noise_table(p, size=2 ** 12)
-    assert len(table) & (len(table) - 1) == 0  # a power of 2: a draw is a mask
-    assert np.allclose(np.bincount(table, minlength=3) / len(table), p, atol=1 / 2 ** 12)
+def test_the_alias_table_holds_the_distribution_exactly_and_draws_follow_it():
+    p = np.random.default_rng(3).random(50) ** 3
+    p /= p.sum()
+    accept, alias = sgns.alias_table(p)
+    V = len(p)
+    # k is picked with 1/V and kept with accept[k]; otherwise its column's rest goes to alias[k]
+    held = accept / V + np.bincount(alias, weights=(1 - accept) / V, minlength=V)
+    assert np.allclose(held, p, atol=1e-12)
+    draws, state = [], np.uint64(7)
+    for _ in range(100_000):
+        word, state = sgns.draw(accept, alias, state)
+        draws.append(word)
+    assert np.abs(np.bincount(draws, minlength=V) / 100_000 - p).max() < 0.006
 
 
 def test_one_worker_is_reproducible_and_two_workers_train_as_well():
@@ -87,7 +97,7 @@ def test_one_worker_is_reproducible_and_two_workers_train_as_well():
         W_out = np.zeros((50, 16), np.float32)
         losses = []
         sgns.train_epochs(W_in, W_out, np.arange(51), np.arange(50), ids, sentence, np.ones(50),
-                          sgns.noise_table(np.full(50, 1 / 50)), window=2, negatives=3, epochs=3, lr=0.05,
+                          np.full(50, 1 / 50), window=2, negatives=3, epochs=3, lr=0.05,
                           min_lr=1e-4, seed=0, workers=workers, on_report=lambda f, e, loss: losses.append(loss))
         return W_in, losses
 
@@ -101,7 +111,7 @@ def test_stopping_returns_early():
     sentence = np.repeat(np.arange(100), 10)
     ids = np.arange(len(sentence)) % 20
     fraction, _ = sgns.train_epochs(np.zeros((20, 4), np.float32), np.zeros((20, 4), np.float32), np.arange(21),
-                                    np.arange(20), ids, sentence, np.ones(20), np.arange(16) % 20, window=2,
+                                    np.arange(20), ids, sentence, np.ones(20), np.ones(20), window=2,
                                     negatives=1, epochs=50, lr=0.025, min_lr=1e-4, seed=0,
                                     on_report=lambda f, e, loss: False)
     assert 0 < fraction < 0.1

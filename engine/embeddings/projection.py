@@ -37,7 +37,7 @@ def pca(X: np.ndarray, k: int) -> PCAResult:
     """The first k principal components of the rows of X (N, d), by an SVD of the centred matrix.
 
     The SVD's signs are arbitrary, so each axis is turned to give the point farthest from the centre a
-    positive coordinate: the same words land on the same side on every machine (WordVectors.pca_2d's rule).
+    positive coordinate: the same words land on the same side on every machine.
     """
     X = torch.as_tensor(np.asarray(X), dtype=torch.float64)
     N, d = X.shape

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.embeddings.projection import pca
 from engine.errors import InputError
 
 COSMUL_EPS = 1e-6  # Levy & Goldberg's epsilon (gensim's too): keeps 3CosMul finite when cos(x, a) = −1
@@ -173,17 +174,11 @@ class WordVectors:
         return [self.words[i] for d, _, i in found if d <= most and self.words[i] != word][:n]
 
     def pca_2d(self, words: list[str]) -> np.ndarray:
-        """(len(words), 2): the centred vectors of words projected on their two principal axes (by SVD).
-
-        Sign convention: on each axis the word farthest from the centre gets a positive coordinate.
-        """
+        """(len(words), 2): the centred vectors of words projected on their two principal axes
+        (engine.embeddings.projection.pca: by SVD, the word farthest out on each axis on its positive side)."""
         if len(words) < 2:
             raise InputError("a 2-D projection needs at least two words")
-        X = self.vectors[[self.id(w) for w in words]].astype(np.float64)  # (n, d)
-        U, S, _ = np.linalg.svd(X - X.mean(axis=0), full_matrices=False)  # U (n, k), S (k,)
-        coords = U[:, :2] * S[:2]  # (n, 2) = (X − mean) V_2
-        farthest = np.abs(coords).argmax(axis=0)  # (2,)
-        return coords * np.where(coords[farthest, [0, 1]] < 0, -1.0, 1.0)
+        return pca(self.vectors[[self.id(w) for w in words]], 2).coords
 
 
 def edit_distance(s: str, t: str) -> int:

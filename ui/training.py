@@ -11,10 +11,9 @@ from typing import Any
 
 import streamlit as st
 
+from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import WordVectors
 from ui.tables import neighbour_table
-
-PAIR_NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 
 
 def loss_curve(where, losses: list[float], label: str = "loss per example",
@@ -80,4 +79,4 @@ def neighbour_columns(page, vectors: WordVectors, words: list[str], topn: int = 
 def scores_text(metrics: dict) -> str:
     """A checkpoint's stored scores (engine.embeddings.evaluation.scores) in one line."""
     return (f"analogies {metrics['analogy_accuracy']:.1%} of {metrics['analogy_questions']:,}; "
-            + "; ".join(f"{title} ρ = {metrics[f'{name}_spearman']:.3f}" for name, title in PAIR_NAMES.items()))
+            + "; ".join(f"{title} ρ = {metrics[f'{name}_spearman']:.3f}" for name, title in PAIR_TITLES.items()))

@@ -1,13 +1,12 @@
 import streamlit as st
 
-from engine.embeddings.evaluation import PAIR_FILES, analogy_accuracy, word_pair_correlation
+from engine.embeddings.evaluation import PAIR_FILES, PAIR_TITLES, analogy_accuracy, word_pair_correlation
 from engine.embeddings.vectors import WordVectors
 from ui import figures
 from ui.loaders import checkpoint_vectors, glove
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
-PAIR_NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 page = Page("analogies")
 page.intro(
     "a is to b as c is to ?: find the word x whose vector is nearest to b − a + c (000 eq. 1). 3CosAdd "
@@ -92,8 +91,8 @@ if (source, restrict, method) in evaluations:
               help=f"{analogies.overall.correct:,} of {analogies.overall.total:,}; {analogies.skipped:,} questions "
                    f"skipped for a word outside the first {restrict:,}")
     for column, (name, result) in zip((e2, e3), pairs.items()):
-        column.metric(f"{PAIR_NAMES[name]} Spearman ρ", f"{result.spearman:.3f}", help=f"Pearson {result.pearson:.3f}; "
-                      f"{result.oov_percent:.1f}% of pairs out of vocabulary")
+        column.metric(f"{PAIR_TITLES[name]} Spearman ρ", f"{result.spearman:.3f}",
+                      help=f"Pearson {result.pearson:.3f}; {result.oov_percent:.1f}% of pairs out of vocabulary")
     asked = [s for s in analogies.sections if s.total]
     figures.show(figures.bars([s.name for s in asked], {"accuracy": [s.accuracy for s in asked]},
                               title="Accuracy per section of questions-words.txt", y_title="accuracy",

@@ -3,6 +3,7 @@ import streamlit as st
 
 from engine import errata
 from engine.embeddings.cooccurrence import weighting
+from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.glove_training import GloVeConfig, train
 from engine.embeddings.train_glove import quality
 from ui import errata_panel, figures, glove, training
@@ -77,8 +78,7 @@ if result is not None:
     (trained_on, trained_window, trained), model = result
     vectors = model.word_vectors()
     st.subheader(f"Your model ({training.state(model)}): {trained_on}, window {trained_window}, d = {trained.dim}, "
-                 f"{'biases' if trained.biases else 'no biases'}, {len(vectors):,} words"
-                 + (f", {model.seconds:.1f} s" if model.seconds else ""))  # a run ended by Stop has no time yet
+                 f"{'biases' if trained.biases else 'no biases'}, {len(vectors):,} words, {model.seconds:.1f} s")
     training.loss_curve(st, model.losses, label="J per nonzero X_ij", x_label="epoch")
     training.neighbour_columns(page, vectors, probes)
     with page.guard():
@@ -98,7 +98,7 @@ if shipped:
     st.dataframe({"vectors": list(rows), "analogies": [m["analogy_accuracy"] for m in rows.values()],
                   "questions": [m["analogy_questions"] for m in rows.values()],
                   **{f"{title} ρ": [m[f"{name}_spearman"] for m in rows.values()]
-                     for name, title in training.PAIR_NAMES.items()}},
+                     for name, title in PAIR_TITLES.items()}},
                  hide_index=True, column_config={"analogies": st.column_config.NumberColumn(format="percent")})
     st.caption(f"The shipped vectors and GloVe 6B, each cut to the {shared['words']:,} words both hold, answer the "
                "same Google analogy questions (3CosAdd) among the same words and are scored on the same rated "

@@ -20,6 +20,7 @@ from engine.gensim_data import gensim_file
 
 QUESTIONS_FILE = "questions-words.txt"  # Mikolov et al. (2013): 19,544 questions in 14 sections
 PAIR_FILES = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
+PAIR_TITLES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 SCORE_BUDGET = 1 << 25  # scores held per chunk of questions: 128 MB of float32 (three such for 3CosMul)
 GENSIM_TOPN = 5  # gensim reads its 5 best answers for the first that is not a case variant of a question word
 

@@ -121,13 +121,11 @@ def train(sentences, config: FastTextConfig = FastTextConfig(),
         model.fraction_done, model.seconds = fraction, time.perf_counter() - start
         return on_progress is None or on_progress(fraction, epoch, loss) is not False
 
-    model.fraction_done, pairs = sgns.train_epochs(
+    model.fraction_done = sgns.train_epochs(
         W_in, W_out, row_starts, rows, ids, sentence, vocab.keep_probability(config.sample),
         vocab.noise_distribution(), window=config.window, negatives=config.negatives,
         epochs=config.epochs, lr=config.lr, min_lr=config.min_lr, seed=config.seed, workers=config.workers,
         on_report=report, reports=reports)
-    if pairs == 0:
-        raise InputError("no (centre, context) pair in any epoch: paste more text, with several words per line")
     model.seconds = time.perf_counter() - start
     return model
 

@@ -18,8 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from engine.errors import InputError
+
 CHUNK_WORDS = 10_000
 MAX_SENTENCE = 10_000  # longer sentences are cut, as gensim's MAX_WORDS_IN_BATCH cuts them
+NO_PAIRS = "no (centre, context) pair in any epoch: paste more text, with several words per line"
 # σ and log σ looked up in tables over [−6, 6], as word2vec.c and gensim do: an exp and a log per term
 # cost a fifth of the training time; beyond ±6, σ is taken as 0 or 1 and log σ(x) as min(x, 0)
 MAX_SCORE, TABLE_SIZE = 6.0, 1000
@@ -155,10 +158,11 @@ def draw(accept, alias, state):
 
 def train_epochs(W_in, W_out, row_starts, input_rows, ids, sentence, keep, noise_distribution, *, window: int,
                  negatives: int, epochs: int, lr: float, min_lr: float, seed: int, workers: int = 1,
-                 on_report=None, reports: int = 50) -> tuple[float, int]:
+                 on_report=None, reports: int = 50) -> float:
     """Every epoch's chunks, the rate falling linearly from lr to min_lr over all of them. on_report(fraction,
     epoch, mean loss per pair since the last report) is called about `reports` times; returning False stops.
-    W_in, W_out: float32 arrays updated in place. Returns the fraction of the work done and the pairs stepped."""
+    W_in, W_out: float32 arrays updated in place. Returns the fraction of the work done; an InputError when
+    subsampling and the sentences left not a single pair."""
     starts = chunk_starts(sentence)
     count = len(starts) - 1
     total = epochs * count
@@ -180,5 +184,7 @@ def train_epochs(W_in, W_out, row_starts, input_rows, ids, sentence, keep, noise
             all_pairs += pairs
             fraction = jobs.stop / total
             if on_report is not None and pairs and on_report(fraction, jobs[-1] // count, loss / pairs) is False:
-                return fraction, all_pairs
-    return 1.0, all_pairs
+                return fraction
+    if all_pairs == 0:
+        raise InputError(NO_PAIRS)
+    return 1.0

@@ -27,7 +27,6 @@ from engine.errors import InputError
 
 ARCHITECTURES = ("skipgram", "cbow")
 NOISE_TABLE = 1_000_000  # quantiles of P_n(w): a batch draws its negatives with one randint and one gather
-NO_PAIRS = "no (centre, context) pair in any epoch: paste more text, with several words per line"
 OBJECTIVES = ("negative", "hierarchical", "softmax")
 
 
@@ -207,7 +206,7 @@ def train(sentences, config: Word2VecConfig = Word2VecConfig(),
                                                                     speed, model)) is False:
                     return model
     if total_steps is None:
-        raise InputError(NO_PAIRS)
+        raise InputError(sgns.NO_PAIRS)
     if count:  # the last epoch drew no pairs, so the last report came early
         model.losses.append(loss_sum / count)
     model.fraction_done, model.seconds = 1.0, time.perf_counter() - start
@@ -225,13 +224,11 @@ def _train_compiled(model: Word2VecModel, ids, sentence, keep, on_progress, repo
         return on_progress is None or on_progress(Progress(fraction, epoch, model.losses, speed, model)) is not False
 
     vocab_rows = np.arange(len(model.vocab))  # each word enters through its own row only
-    model.fraction_done, pairs = sgns.train_epochs(
+    model.fraction_done = sgns.train_epochs(
         model.input_vectors.numpy(), model.output_vectors.numpy(), np.arange(len(model.vocab) + 1), vocab_rows,
         ids, sentence, keep, model.vocab.noise_distribution(), window=config.window,
         negatives=config.negatives, epochs=config.epochs, lr=config.lr, min_lr=config.min_lr, seed=config.seed,
         workers=config.workers, on_report=report, reports=reports)
-    if pairs == 0:
-        raise InputError(NO_PAIRS)
     model.seconds = time.perf_counter() - start
     return model
 

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.embeddings import sgns
+from engine.errors import InputError
 
 
 def _lcg(state: int) -> int:
@@ -110,8 +111,16 @@ def test_one_worker_is_reproducible_and_two_workers_train_as_well():
 def test_stopping_returns_early():
     sentence = np.repeat(np.arange(100), 10)
     ids = np.arange(len(sentence)) % 20
-    fraction, _ = sgns.train_epochs(np.zeros((20, 4), np.float32), np.zeros((20, 4), np.float32), np.arange(21),
-                                    np.arange(20), ids, sentence, np.ones(20), np.ones(20), window=2,
-                                    negatives=1, epochs=50, lr=0.025, min_lr=1e-4, seed=0,
-                                    on_report=lambda f, e, loss: False)
+    fraction = sgns.train_epochs(np.zeros((20, 4), np.float32), np.zeros((20, 4), np.float32), np.arange(21),
+                                 np.arange(20), ids, sentence, np.ones(20), np.ones(20), window=2,
+                                 negatives=1, epochs=50, lr=0.025, min_lr=1e-4, seed=0,
+                                 on_report=lambda f, e, loss: False)
     assert 0 < fraction < 0.1
+
+
+def test_sentences_of_one_word_give_no_pair_and_a_message():
+    sentence = np.arange(30)  # every sentence a single word
+    with pytest.raises(InputError, match="no \\(centre, context\\) pair"):
+        sgns.train_epochs(np.zeros((5, 4), np.float32), np.zeros((5, 4), np.float32), np.arange(6), np.arange(5),
+                          sentence % 5, sentence, np.ones(5), np.ones(5), window=2, negatives=1, epochs=2, lr=0.025,
+                          min_lr=1e-4, seed=0)

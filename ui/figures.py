@@ -79,8 +79,10 @@ def show(fig: go.Figure) -> None:
 def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str], title: str = "",
             x_title: str = "", y_title: str = "", zmin: float | None = 0.0, zmax: float | None = 1.0,
             annotate: bool | None = None, height: int | None = None, colorscale: str = "Blues",
-            showscale: bool = True, zmid: float | None = None, categorical: bool = True) -> go.Figure:
-    """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small.
+            showscale: bool = True, zmid: float | None = None, categorical: bool = True,
+            cell_text: tuple[tuple[str, ...], ...] | None = None) -> go.Figure:
+    """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small, or
+    cell_text (one string per cell) written in instead.
 
     The height follows the row count unless given, so a single query is a strip, not a tower. zmid centres a
     diverging colour scale (0 for signed scores); categorical=False places numeric labels at their values.
@@ -88,12 +90,17 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     matrix = np.asarray(matrix, dtype=float)
     annotate = matrix.size <= 144 if annotate is None else annotate
     height = height or int(np.clip(140 + 42 * matrix.shape[0], 200, 560))
+    hover = f"{y_title or 'row'} %{{y}}<br>{x_title or 'column'} %{{x}}<br>value %{{z:.4f}}"
+    if cell_text is not None:
+        text, hover = [list(row) for row in cell_text], hover + "<br>%{text}"
+    else:
+        text = np.round(matrix, 3) if annotate else None
     fig = go.Figure(go.Heatmap(
         z=matrix, x=[str(x) for x in x_labels] if categorical else list(x_labels),
         y=[str(y) for y in y_labels] if categorical else list(y_labels),
-        zmin=zmin, zmax=zmax, zmid=zmid, colorscale=colorscale, showscale=showscale, textfont=dict(size=12),
-        text=np.round(matrix, 3) if annotate else None, texttemplate="%{text}" if annotate else None,
-        hovertemplate=f"{y_title or 'row'} %{{y}}<br>{x_title or 'column'} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
+        zmin=zmin, zmax=zmax, zmid=zmid, colorscale=colorscale, showscale=showscale,
+        textfont=dict(size=11 if cell_text is not None else 12), text=text,
+        texttemplate="%{text}" if text is not None else None, hovertemplate=hover + "<extra></extra>",
     ))
     kind = "category" if categorical else "linear"
     fig.update_yaxes(autorange="reversed", title=y_title, type=kind)

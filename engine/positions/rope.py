@@ -47,20 +47,30 @@ def pair_indices(head_dim: int, pairing: str) -> tuple[torch.Tensor, torch.Tenso
     raise ValueError(f"unknown pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float, pairing: str = "interleaved") -> torch.Tensor:
-    """Rotate each pair of x (..., T, d) by position_t * freqs_i (000 eq. 106-109).
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, base: float, dtype: torch.dtype = torch.float32
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every angle (000 eq. 102), each (T, d/2) in dtype: computed once, shared by every layer."""
+    angles = rope_angles(positions, head_dim, base)  # (T, d/2) float64
+    return torch.cos(angles).to(dtype), torch.sin(angles).to(dtype)
 
-    x_first' = x_first cos - x_second sin;  x_second' = x_first sin + x_second cos.
-    """
-    head_dim = x.shape[-1]
-    first, second = pair_indices(head_dim, pairing)
-    angles = rope_angles(positions, head_dim, base)  # (T, d/2)
-    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
-    x_first, x_second = x[..., first], x[..., second]  # each (..., T, d/2)
-    out = torch.empty_like(x)
-    out[..., first] = x_first * cos - x_second * sin
-    out[..., second] = x_first * sin + x_second * cos
-    return out
+
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "interleaved") -> torch.Tensor:
+    """Rotate each pair of x (..., T, d) by the angles whose cos and sin (T, d/2) are given (000 eq. 106-109).
+
+    x_first' = x_first cos - x_second sin;  x_second' = x_first sin + x_second cos."""
+    check_head_dim(x.shape[-1])
+    if pairing == "interleaved":
+        x_first, x_second = x.unflatten(-1, (-1, 2)).unbind(-1)  # dimensions (2i, 2i+1), each (..., T, d/2)
+        return torch.stack([x_first * cos - x_second * sin, x_first * sin + x_second * cos], dim=-1).flatten(-2)
+    if pairing == "half":
+        x_first, x_second = x.chunk(2, dim=-1)  # dimensions (i, i + d/2)
+        return torch.cat([x_first * cos - x_second * sin, x_first * sin + x_second * cos], dim=-1)
+    raise ValueError(f"unknown pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float, pairing: str = "interleaved") -> torch.Tensor:
+    """Rotate each pair of x (..., T, d) by position_t * freqs_i (000 eq. 106-109)."""
+    return rotate_pairs(x, *rope_cos_sin(positions, x.shape[-1], base, x.dtype), pairing)
 
 
 def interleaved_to_half(head_dim: int) -> torch.Tensor:

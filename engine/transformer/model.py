@@ -136,20 +136,37 @@ class TransformerLM(nn.Module):
         return LMOutput(logits, loss, attentions, new_cache, hidden)
 
 
-def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None
-                ) -> torch.Tensor:
-    """Sample from softmax(logits / T) restricted to the top k: logits (B, V) -> (B, 1). T = 0 is greedy."""
-    if temperature < 0:
-        raise InputError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)
+def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int | None = None,
+                          top_p: float | None = None) -> torch.Tensor:
+    """softmax(logits / T) kept to the top k, then to the nucleus: the fewest most likely tokens whose
+    probabilities reach top_p (Holtzman et al.), renormalised: logits (B, V) -> probabilities (B, V).
+    The order of the filters is transformers' (temperature, top-k, top-p). T > 0."""
+    if temperature <= 0:
+        raise InputError(f"the temperature must be positive to sample, got {temperature}")
     logits = logits.float() / temperature
     if top_k is not None:
         if top_k < 1:
             raise InputError(f"top-k must be at least 1, got {top_k}")
         kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+    if top_p is not None:
+        if not 0 < top_p <= 1:
+            raise InputError(f"top-p must be in (0, 1], got {top_p}")
+        probs, order = torch.sort(F.softmax(logits, dim=-1), dim=-1, descending=True)  # (B, V)
+        before = torch.cumsum(probs, dim=-1) - probs  # mass of the tokens ranked above each one
+        dropped = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= top_p)
+        logits = logits.masked_fill(dropped, float("-inf"))  # the top token always stays: its before is 0
+    return F.softmax(logits, dim=-1)
+
+
+def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None,
+                top_p: float | None = None) -> torch.Tensor:
+    """Sample from sampling_distribution: logits (B, V) -> (B, 1). T = 0 is greedy."""
+    if temperature < 0:
+        raise InputError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    return torch.multinomial(sampling_distribution(logits, temperature, top_k, top_p), 1, generator=generator)
 
 
 @torch.no_grad()

@@ -20,20 +20,27 @@ from engine.efficiency.measure import Timing, time_interleaved, torch_threads
 from engine.errors import InputError
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(d)) v for new queries at the end of the keys, where g key-value heads each serve
-    H / g consecutive query heads: q (B, H, T, d), k v (B, g, t, d) -> (B, H, T, d); g = H is plain MHA.
+def causal_attention_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d)) for new queries at the end of the keys, where g key-value heads each serve
+    H / g consecutive query heads: q (B, H, T, d), k (B, g, t, d) -> (B, H, T, t); g = H is plain MHA.
 
-    A group's queries are stacked as rows against its one K and V, so the cache is read once per group and
-    never copied per head: reading the cache is what a decode step costs at long contexts."""
+    A group's queries are stacked as rows against its one K, so the cache is read once per group and never
+    copied per head: reading the cache is what a decode step costs at long contexts."""
     B, H, T, d = q.shape
     g, t = k.shape[1], k.shape[2]
     n_rep = H // g
     q = q.reshape(B, g, n_rep * T, d)  # (B, g, n_rep T, d): query head i belongs to group i // n_rep
     att = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, g, n_rep T, t)
     mask = causal_mask(T, t, q.device).repeat(n_rep, 1)  # (n_rep T, t): every head's rows masked alike
-    y = F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1) @ v  # (B, g, n_rep T, d_v)
-    return y.view(B, H, T, -1)
+    return F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1).view(B, H, T, t)
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """causal_attention_weights(q, k) v, each group's weights against its one V: v (B, g, t, d_v) -> (B, H, T, d_v)."""
+    B, H, T, _ = q.shape
+    g, t = k.shape[1], k.shape[2]
+    weights = causal_attention_weights(q, k).view(B, g, H // g * T, t)  # a free view: rows stay grouped
+    return (weights @ v).view(B, H, T, -1)
 
 
 class GroupedQueryAttention(nn.Module):

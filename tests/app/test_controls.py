@@ -91,6 +91,8 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
     ("permutation", "perm"): ["2 1 0"],
     ("transformer_lm", "prompt"): ["The minister said", "A"],
     ("kv_cache", "prompt"): ["The prime minister"],
+    ("smollm", "prompt"): ["Name three colours.", "😀 Café, 東京 and e\u0301 🤖"],
+    ("smollm", "text"): ["Paris is the capital of France."],
     ("objectives", "text"): ["The government said it would act."],
     ("online_softmax", "x"): ["1, 2, 3", "-5, 0, 5, 10"],
     ("scoring_functions", "Q"): ["1 0; 0 1"],
@@ -100,7 +102,7 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
 
 # Buttons pressed at the page's defaults: each does a bounded amount of work there.
 CLICKED = {("analogies", "Evaluate"), ("word2vec_training", "Train"), ("attention_variants", "Measure on this server"),
-           ("glove_training", "Train")}
+           ("glove_training", "Train"), ("smollm", "Generate")}
 # Buttons left to their own tests: what they start is long, and tested there with small settings.
 NOT_CLICKED = {
     ("word2vec_training", "Stop"): "tests/e2e: Stop during a run",
@@ -132,6 +134,8 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("pointer_network", {"numbers": "7"}, "at least two numbers"),
     ("pointer_network", {"numbers": "1, x"}, "not a number"),
     ("pointer_sentinel", {"text": "alone"}, "at least two words"),
+    ("smollm", {"prompt": "  "}, "empty"),
+    ("smollm", {"text": "a"}, "at least two tokens"),
     ("pointer_sentinel", {"text": "?! ... 42"}, "at least two words"),
     ("kernel_regression", {"kernel": "Boxcar", "h": "0.05", "n": "5"}, "gaps"),
     ("scoring_functions", {"pad": "9"}, "leaves none to attend to"),

@@ -30,7 +30,7 @@ TYPED = {"one_hot": "the dog sat on the rug", "hierarchical_softmax": "governmen
          "pointer_generator": "call maria on the 9th of june 2024", "cross_attention": "july 14, 1999",
          "pointer_sentinel": "the river flows past the old mill and the river floods in spring", "projector": "city",
          "glove_counts": "his", "glove_training": "music",
-         "fasttext": "teacherz"}
+         "fasttext": "teacherz", "smollm": "Name a large animal."}
 EXPECTED_WARNINGS = {"pointer_network": ("the network made a mistake",)}  # the model's own error, said honestly
 
 

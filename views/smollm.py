@@ -1,0 +1,221 @@
+import numpy as np
+import streamlit as st
+
+from engine.llm import generation, inspection
+from engine.llm.model import GGUF_PAIRING
+from engine.positions.rope import PAIRINGS
+from ui import figures
+from ui.page import Page, equations, flag_unknown_params
+from ui.smollm import smollm
+
+INSIDE = 48  # tokens the attention maps, the logit lens and the neuron view read: the prompt's last ones
+LENS = 16  # positions of the logit lens: 30 layers x 16 positions of a 49,152-word unembedding
+MOSAIC = 12  # tokens in each thumbnail of the 30 x 9 overview
+QUESTION = "What is the capital of France?"
+PASSAGE = ("The Moon is Earth's only natural satellite. It orbits at an average distance of 384,400 km, about "
+           "thirty times the diameter of Earth, and always shows the same face to us, because its rotation is "
+           "locked to its orbit.")
+
+
+def label(text: str) -> str:
+    return text.replace(" ", "␣").replace("\n", "⏎") or "∅"
+
+
+@st.cache_data(max_entries=16, show_spinner="Running SmolLM2 over the prompt: 30 layers, every head kept…")
+def inside_view(ids: tuple[int, ...]) -> dict:
+    """What the tabs draw for one prompt, computed once per server for each prompt (the default first)."""
+    lm = smollm()
+    inside = inspection.look_inside(lm, list(ids))
+    lens = inspection.logit_lens(lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
+                                                       inside.attentions, inside.residuals[:, -LENS:]))
+    next_probs = inside.logits[-1].float().softmax(-1)
+    top = next_probs.topk(12)
+    return {"attentions": inside.attentions.numpy(), "next_ids": top.indices.tolist(),
+            "next_probs": top.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def neuron(ids: tuple[int, ...], layer: int, head: int, query: int, key: int) -> inspection.NeuronView:
+    return inspection.neuron_view(smollm(), list(ids), layer, head, query, key)
+
+
+@st.cache_data(max_entries=16, show_spinner="Scoring the text four ways (two pairings, two bases)…")
+def perplexities(text: str) -> dict[tuple[str, float], generation.Perplexity]:
+    lm = smollm()
+    return {(pairing, base): generation.perplexity(lm, text, base, pairing)
+            for pairing in PAIRINGS for base in (lm.config.rope_base, 10000.0)}
+
+
+@st.cache_resource(show_spinner=False)
+def generations() -> dict[tuple, str]:
+    """Finished generations by prompt and settings, shared by the server: a class pressing Generate on the
+    same settings reads the first one's answer instead of recomputing it."""
+    return {}
+
+
+def mosaic(attentions: np.ndarray, n: int) -> np.ndarray:
+    """Every head's map over the last n tokens as one (L (n+1), H (n+1)) image, NaN between thumbnails."""
+    L, H = attentions.shape[:2]
+    tiles = np.full((L, H, n + 1, n + 1), np.nan)
+    tiles[:, :, :n, :n] = attentions[:, :, -n:, -n:]
+    return tiles.transpose(0, 2, 1, 3).reshape(L * (n + 1), H * (n + 1))[:-1, :-1]
+
+
+page = Page("smollm")
+page.intro(
+    "SmolLM2-135M-Instruct (Hugging Face, 2024), a Llama-architecture model with 30 blocks, run by this "
+    "project's own engine from its quantized GGUF file: every number below is computed here, from the "
+    "tokenizer to the last logit. It is the Transformer of 000 §8.3 with the choices Llama made: RMSNorm "
+    "instead of LayerNorm, RoPE instead of position embeddings (000 §8.6, base 100,000 as in 000's code), "
+    "grouped-query attention with 9 query heads sharing 3 key-value heads (001's GQA appendix), a SwiGLU MLP, "
+    "and the unembedding tied to the token embedding."
+)
+prompt_column, chat_column = st.columns([5, 1], vertical_alignment="bottom")
+prompt = page.text("Prompt", "prompt", QUESTION, max_chars=8000, where=prompt_column)
+chat = page.toggle("Chat template", "chat", True, where=chat_column,
+                   help="wrap the prompt in the instruct model's <|im_start|> turns, as a chat app does")
+lm = smollm()
+if lm is None:
+    flag_unknown_params()
+    st.stop()
+cfg = lm.config
+with page.guard():
+    ids, cut = generation.prompt_ids(lm, prompt, chat)
+    if cut:
+        page.notice(f"The prompt is {cut + len(ids):,} tokens; its first {cut:,} are cut so that it fits the "
+                    f"{generation.MAX_PROMPT_TOKENS:,} this page reads (SmolLM2's context is {cfg.context_length:,}).")
+    shown = ids[-INSIDE:]
+    view = inside_view(tuple(shown))
+    texts = [label(token.text) for token in lm.tokenizer.tokens(shown)]
+    positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
+    tabs = st.tabs(["Next token", "Generate", "Attention", "Logit lens", "Neuron view", "Perplexity"])
+
+    with tabs[0]:
+        left, right = st.columns([3, 2])
+        with left:
+            figures.show(figures.bars([label(lm.tokenizer.decode([i])) for i in view["next_ids"]],
+                                      {"p": view["next_probs"]}, y_title="probability",
+                                      title=f"p(next token | {len(ids)} tokens): the 12 most likely of 49,152"))
+        with right:
+            equations(("000 §8.3.4, tied unembedding", r"p(x_{T+1}) = \mathrm{softmax}\big(E\,"
+                                                         r"\mathrm{RMSNorm}(h^{(30)}_T)\big)"),
+                      ("RMSNorm (Llama; LayerNorm in 000 §8.3.3)",
+                       r"\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{d}\sum_i x_i^2 + \epsilon}} \odot g"),
+                      ("SwiGLU MLP (Llama)", r"\mathrm{MLP}(x) = W_{\text{down}}\big(\mathrm{silu}(W_{\text{gate}}x)"
+                                             r" \odot W_{\text{up}}x\big)"))
+        st.markdown(f"**The prompt as the model reads it: {len(ids)} tokens** (byte-level BPE from the GGUF's own "
+                    "49,152-token vocabulary and 48,900 merges; ␣ is a space, ⏎ a newline)")
+        tokens = lm.tokenizer.tokens(ids)
+        st.dataframe({"position": list(range(len(ids))), "id": [t.id for t in tokens],
+                      "token": [label(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
+                     hide_index=True, height=210)
+
+    with tabs[1]:
+        c1, c2, c3, c4, c5 = st.columns(5)
+        temperature = page.slider("Temperature", "temp", 0.0, 2.0, 0.0, 0.05, help="0 is greedy", where=c1)
+        top_k = page.slider("Top-k (0 = off)", "topk", 0, 200, 0, where=c2)
+        top_p = page.slider("Top-p (1 = off)", "topp", 0.01, 1.0, 1.0, 0.01, where=c3,
+                            help="keep the fewest most likely tokens whose probabilities reach p")
+        n_new = page.slider("New tokens at most", "new", 1, generation.MAX_NEW_TOKENS, 60, where=c4)
+        seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
+        settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
+        answer = st.empty()
+        if settings in generations():
+            answer.code(generations()[settings], language=None, wrap_lines=True)
+        elif st.button("Generate", icon=":material/play_arrow:", type="primary"):
+            text, pieces = "", []
+            for step in generation.stream(lm, ids, n_new, temperature, top_k or None,
+                                          None if top_p >= 1 else top_p, seed):
+                pieces.append(step.token)
+                text = lm.tokenizer.decode(pieces)
+                answer.code(text + " ▌", language=None, wrap_lines=True)
+            generations()[settings] = text
+            answer.code(text, language=None, wrap_lines=True)
+        else:
+            answer.caption("Press Generate: tokens appear as they are computed, one forward pass of a single "
+                           "token each against the KV cache (000 §8.5).")
+        st.caption("Temperature divides the logits, top-k keeps the k largest, top-p then keeps the nucleus "
+                   "(Holtzman et al. 2020), in transformers' order; generation stops at <|im_end|>.")
+
+    with tabs[2]:
+        left, right = st.columns([3, 2])
+        with right:
+            layer = page.slider("Layer", "layer", 1, cfg.n_layers, 1)
+            head = page.slider("Query head", "head", 1, cfg.n_heads, 1)
+            group = cfg.n_heads // cfg.n_kv_heads
+            kv_head = (head - 1) // group
+            sharing = ", ".join(str(kv_head * group + h + 1) for h in range(group))
+            st.caption(f"Query head {head} reads key-value head {kv_head + 1} of {cfg.n_kv_heads}, as query heads "
+                       f"{sharing} do: grouped-query attention caches 3 heads' K and V instead of 9.")
+        with left:
+            figures.show(figures.heatmap(view["attentions"][layer - 1, head - 1], positions, positions,
+                                         annotate=False, zmax=None, height=520, x_title="key", y_title="query",
+                                         title=f"Layer {layer}, query head {head}"
+                                               + (f" (last {INSIDE} tokens)" if len(ids) > INSIDE else "")))
+        n = min(MOSAIC, len(shown))
+        figures.show(figures.heatmap(mosaic(view["attentions"], n), [], [], annotate=False, zmax=None, height=900,
+                                     showscale=False, categorical=False,
+                                     title=f"All 30 layers (rows) × 9 heads (columns), each over the last {n} "
+                                           "tokens"))
+
+    with tabs[3]:
+        lens_positions = positions[-LENS:]
+        lens_text = tuple(tuple(label(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
+        figures.show(figures.heatmap(view["lens_probs"], lens_positions, list(range(1, cfg.n_layers + 1)),
+                                     cell_text=lens_text, zmax=1.0, height=900, x_title="position",
+                                     y_title="after layer",
+                                     title="Logit lens: each layer's residual read through the final RMSNorm "
+                                           "and the tied unembedding"))
+        st.caption("Each cell is the most likely next token if the model stopped after that layer, coloured by "
+                   "its probability (nostalgebraist 2020). The last row is the model's own prediction.")
+
+    with tabs[4]:
+        c1, c2, c3, c4 = st.columns(4)
+        n_layer = page.slider("Layer", "nlayer", 1, cfg.n_layers, 1, where=c1)
+        n_head = page.slider("Query head", "nhead", 1, cfg.n_heads, 1, where=c2)
+        query = page.slider("Query position", "query", 0, len(shown) - 1, len(shown) - 1, where=c3)
+        key = page.slider("Key position", "key", 0, query, 0, where=c4) if query else 0
+        nv = neuron(tuple(shown), n_layer - 1, n_head - 1, query, key)
+        left, right = st.columns([3, 2])
+        with left:
+            figures.show(figures.bars([str(i) for i in range(cfg.head_dim // 2)],
+                                      {"q̃ᵢ·k̃ᵢ/√d of the pair": nv.pair_sums.tolist()}, y_title="contribution",
+                                      title=f"Score of “{texts[query]}” → “{texts[key]}” = {nv.score:.3f}: its 32 "
+                                            "rotated pairs, fastest frequency first"))
+            dims = [str(i) for i in range(cfg.head_dim)]
+            figures.show(figures.bars(dims, {"q̃ (after RoPE)": nv.q_rot.tolist(),
+                                             "k̃ (after RoPE)": nv.k_rot.tolist(),
+                                             "q̃ ⊙ k̃ / √d": nv.products.tolist()}, y_title="value", height=300,
+                                      title="Per dimension: pairs (2i, 2i+1) turn together"))
+        with right:
+            weights = nv.scores.softmax(0)
+            st.metric("score q̃·k̃/√d", f"{nv.score:.4f}")
+            st.metric("attention weight after the softmax over its row", f"{float(weights[key]):.4f}")
+            st.caption(f"Query head {n_head} reads key-value head {nv.kv_head + 1}. The sum of the bars is the "
+                       "score; the softmax of the row of scores is the attention map's row. The slow pairs "
+                       "(right) barely turn between nearby positions, so they carry what a token is; the fast "
+                       "ones (left) carry where it is.")
+            equations(("000 eq. 106-109", r"\tilde q_m = R_m q_m,\ \ \tilde k_n = R_n k_n"),
+                      ("000 §8.6, the score by pairs", r"\frac{\tilde q_m^\top \tilde k_n}{\sqrt{d}} = \sum_{i=0}^"
+                                                      r"{d/2-1} \frac{\tilde q_{m,2i}\tilde k_{n,2i} + \tilde "
+                                                      r"q_{m,2i+1}\tilde k_{n,2i+1}}{\sqrt d}"))
+
+    with tabs[5]:
+        left, right = st.columns([3, 2])
+        with right:
+            passage = page.text("Text to score", "text", PASSAGE, max_chars=6000, area=True)
+            pairing = page.select("RoPE pairing", "pairing", PAIRINGS, GGUF_PAIRING,
+                                  help="the GGUF stores q and k for interleaved pairs (2i, 2i+1)")
+            base = page.select("RoPE base", "base", ["100000 (the file's)", "10000"])
+        scored = perplexities(passage)
+        chosen = scored[(pairing, cfg.rope_base if base.startswith("100000") else 10000.0)]
+        with left:
+            scored_tokens = [label(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]
+            figures.show(figures.bars([f"{i + 1}:{t}" for i, t in enumerate(scored_tokens)],
+                                      {"−log p (nats)": chosen.nll.tolist()}, y_title="nats",
+                                      title=f"Perplexity {chosen.value:.2f} with {pairing} pairs, base {base}"))
+        with right:
+            st.dataframe({"pairing": [p for p, _ in scored], "base": [f"{b:,.0f}" for _, b in scored],
+                          "perplexity": [round(s.value, 2) for s in scored.values()]}, hide_index=True)
+            st.caption("With the wrong pairing each head rotates the wrong dimensions together: positions "
+                       "scramble and perplexity rises. The base changes every angle by a smaller amount.")

@@ -32,6 +32,7 @@ import pkgutil
 import gensim.corpora.wikicorpus  # noqa: F401  (the Wikipedia sample; its import pulls in scipy)
 import gensim.models  # noqa: F401  (word2vec against gensim's)
 import gensim.test.utils  # noqa: F401  (where gensim keeps the corpora and evaluation sets)
+import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import numpy as np
 import pandas  # noqa: F401  (plotly and st.dataframe take it from sys.modules)
 import plotly.graph_objects as go
@@ -41,6 +42,7 @@ import pyarrow.dataset  # noqa: F401  (pyarrow.parquet.read_table's first call)
 import pyarrow.pandas_compat  # noqa: F401  (st.dataframe and st.table serialise through pyarrow)
 import pyarrow.parquet  # noqa: F401  (GloVe's word index)
 import streamlit.emojis  # noqa: F401  (an icon's first check)
+import tokenizers  # noqa: F401  (SmolLM2's tokenizer, likewise)
 import torch
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad's first call: sympy, 2 s)
 import torch.utils.serialization  # noqa: F401  (torch.load's first call)

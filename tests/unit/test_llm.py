@@ -18,7 +18,8 @@ pytestmark = pytest.mark.xdist_group("smollm")  # one worker loads both models o
 PROMPTS = ["The capital of France is",
            "def fibonacci(n):\n    if n < 2:\n        return n\n",
            "In 1969, 3 astronauts flew to the Moon; 2 of them walked on it. 😀 Café, naïve, 東京."]
-TOKENIZER_TEXTS = PROMPTS + ["", "   spaces   and\ttabs\n\nnewlines", "12345678901234567890", "<|im_start|>user\nhi<|im_end|>",
+TOKENIZER_TEXTS = PROMPTS + ["", "   spaces   and\ttabs\n\nnewlines", "12345678901234567890",
+                             "<|im_start|>user\nhi<|im_end|>",
                              "Ünïcödé ∑ ∫ 🤖🧠👩‍👩‍👧 e\u0301 \u200b zero-width", "don't won't I'm you're"]
 
 

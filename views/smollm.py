@@ -12,6 +12,7 @@ INSIDE = 48  # tokens the attention maps, the logit lens and the neuron view rea
 LENS = 16  # positions of the logit lens: 30 layers x 16 positions of a 49,152-word unembedding
 MOSAIC = 12  # tokens in each thumbnail of the 30 x 9 overview
 QUESTION = "What is the capital of France?"
+VIEWS = ("Next token", "Generate", "Attention", "Logit lens", "Neuron view", "Perplexity")
 PASSAGE = ("The Moon is Earth's only natural satellite. It orbits at an average distance of 384,400 km, about "
            "thirty times the diameter of Earth, and always shows the same face to us, because its rotation is "
            "locked to its orbit.")
@@ -23,7 +24,7 @@ def label(text: str) -> str:
 
 @st.cache_data(max_entries=16, show_spinner="Running SmolLM2 over the prompt: 30 layers, every head kept…")
 def inside_view(ids: tuple[int, ...]) -> dict:
-    """What the tabs draw for one prompt, computed once per server for each prompt (the default first)."""
+    """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for each prompt (the default first)."""
     lm = smollm()
     inside = inspection.look_inside(lm, list(ids))
     lens = inspection.logit_lens(lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
@@ -47,7 +48,7 @@ def perplexities(text: str) -> dict[tuple[str, float], generation.Perplexity]:
 
 
 @st.cache_resource(show_spinner=False)
-def generations() -> dict[tuple, str]:
+def generations() -> dict[tuple, list[generation.Generated]]:
     """Finished generations by prompt and settings, shared by the server: a class pressing Generate on the
     same settings reads the first one's answer instead of recomputing it."""
     return {}
@@ -70,10 +71,12 @@ page.intro(
     "grouped-query attention with 9 query heads sharing 3 key-value heads (001's GQA appendix), a SwiGLU MLP, "
     "and the unembedding tied to the token embedding."
 )
-prompt_column, chat_column = st.columns([5, 1], vertical_alignment="bottom")
+prompt_column, chat_column, view_column = st.columns([4, 1, 1.4], vertical_alignment="bottom")
 prompt = page.text("Prompt", "prompt", QUESTION, max_chars=8000, where=prompt_column)
 chat = page.toggle("Chat template", "chat", True, where=chat_column,
                    help="wrap the prompt in the instruct model's <|im_start|> turns, as a chat app does")
+view_name = page.select("Show", "view", VIEWS, where=view_column,
+                        help="each view computes only what it draws; the URL keeps the choice")
 lm = smollm()
 if lm is None:
     flag_unknown_params()
@@ -85,12 +88,12 @@ with page.guard():
         page.notice(f"The prompt is {cut + len(ids):,} tokens; its first {cut:,} are cut so that it fits the "
                     f"{generation.MAX_PROMPT_TOKENS:,} this page reads (SmolLM2's context is {cfg.context_length:,}).")
     shown = ids[-INSIDE:]
-    view = inside_view(tuple(shown))
     texts = [label(token.text) for token in lm.tokenizer.tokens(shown)]
     positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
-    tabs = st.tabs(["Next token", "Generate", "Attention", "Logit lens", "Neuron view", "Perplexity"])
+    if view_name in ("Next token", "Attention", "Logit lens"):
+        view = inside_view(tuple(shown))
 
-    with tabs[0]:
+    if view_name == "Next token":
         left, right = st.columns([3, 2])
         with left:
             figures.show(figures.bars([label(lm.tokenizer.decode([i])) for i in view["next_ids"]],
@@ -110,7 +113,7 @@ with page.guard():
                       "token": [label(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
                      hide_index=True, height=210)
 
-    with tabs[1]:
+    if view_name == "Generate":
         c1, c2, c3, c4, c5 = st.columns(5)
         temperature = page.slider("Temperature", "temp", 0.0, 2.0, 0.0, 0.05, help="0 is greedy", where=c1)
         top_k = page.slider("Top-k (0 = off)", "topk", 0, 200, 0, where=c2)
@@ -120,24 +123,28 @@ with page.guard():
         seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
         settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
         answer = st.empty()
-        if settings in generations():
-            answer.code(generations()[settings], language=None, wrap_lines=True)
-        elif st.button("Generate", icon=":material/play_arrow:", type="primary"):
-            text, pieces = "", []
+        if settings not in generations() and st.button("Generate", icon=":material/play_arrow:", type="primary"):
+            steps = []
             for step in generation.stream(lm, ids, n_new, temperature, top_k or None,
                                           None if top_p >= 1 else top_p, seed):
-                pieces.append(step.token)
-                text = lm.tokenizer.decode(pieces)
-                answer.code(text + " ▌", language=None, wrap_lines=True)
-            generations()[settings] = text
-            answer.code(text, language=None, wrap_lines=True)
+                steps.append(step)
+                answer.code(lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None, wrap_lines=True)
+            generations()[settings] = steps
+        if settings in generations():
+            steps = generations()[settings]
+            answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
+            figures.show(figures.bars([f"{i + 1}:{label(lm.tokenizer.decode([s.token]))}" for i, s in
+                                       enumerate(steps)], {"p": [s.probability for s in steps]},
+                                      y_title="probability", height=280,
+                                      title="Each generated token's probability in the distribution it was drawn "
+                                            "from"))
         else:
             answer.caption("Press Generate: tokens appear as they are computed, one forward pass of a single "
                            "token each against the KV cache (000 §8.5).")
         st.caption("Temperature divides the logits, top-k keeps the k largest, top-p then keeps the nucleus "
                    "(Holtzman et al. 2020), in transformers' order; generation stops at <|im_end|>.")
 
-    with tabs[2]:
+    if view_name == "Attention":
         left, right = st.columns([3, 2])
         with right:
             layer = page.slider("Layer", "layer", 1, cfg.n_layers, 1)
@@ -158,7 +165,7 @@ with page.guard():
                                      title=f"All 30 layers (rows) × 9 heads (columns), each over the last {n} "
                                            "tokens"))
 
-    with tabs[3]:
+    if view_name == "Logit lens":
         lens_positions = positions[-LENS:]
         lens_text = tuple(tuple(label(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
         figures.show(figures.heatmap(view["lens_probs"], lens_positions, list(range(1, cfg.n_layers + 1)),
@@ -169,7 +176,7 @@ with page.guard():
         st.caption("Each cell is the most likely next token if the model stopped after that layer, coloured by "
                    "its probability (nostalgebraist 2020). The last row is the model's own prediction.")
 
-    with tabs[4]:
+    if view_name == "Neuron view":
         c1, c2, c3, c4 = st.columns(4)
         n_layer = page.slider("Layer", "nlayer", 1, cfg.n_layers, 1, where=c1)
         n_head = page.slider("Query head", "nhead", 1, cfg.n_heads, 1, where=c2)
@@ -192,15 +199,15 @@ with page.guard():
             st.metric("score q̃·k̃/√d", f"{nv.score:.4f}")
             st.metric("attention weight after the softmax over its row", f"{float(weights[key]):.4f}")
             st.caption(f"Query head {n_head} reads key-value head {nv.kv_head + 1}. The sum of the bars is the "
-                       "score; the softmax of the row of scores is the attention map's row. The slow pairs "
-                       "(right) barely turn between nearby positions, so they carry what a token is; the fast "
-                       "ones (left) carry where it is.")
+                       "score; the softmax of the row of scores is the attention map's row. Pair i turns by "
+                       "θ_i = 100000^(−2i/64) radians per position (000 eq. 100-102): pair 0 a full radian, "
+                       "pair 31 about 1.4 × 10⁻⁵, so the pairs on the right barely tell positions apart.")
             equations(("000 eq. 106-109", r"\tilde q_m = R_m q_m,\ \ \tilde k_n = R_n k_n"),
                       ("000 §8.6, the score by pairs", r"\frac{\tilde q_m^\top \tilde k_n}{\sqrt{d}} = \sum_{i=0}^"
                                                       r"{d/2-1} \frac{\tilde q_{m,2i}\tilde k_{n,2i} + \tilde "
                                                       r"q_{m,2i+1}\tilde k_{n,2i+1}}{\sqrt d}"))
 
-    with tabs[5]:
+    if view_name == "Perplexity":
         left, right = st.columns([3, 2])
         with right:
             passage = page.text("Text to score", "text", PASSAGE, max_chars=6000, area=True)

@@ -49,6 +49,7 @@ FEWER_FIGURES = {
     ("one_hot", "text"): "GloVe's distance and cosine maps need two words it knows",
     ("decoding_lab", "model"): "a language model has no attention over an input to draw",
     ("multi_head", "H"): "one heatmap per head",
+    ("smollm", "view"): "each view draws its own figures; Generate's appears once something is generated",
 }
 
 # Text a user would type into each text box (page, key): all must be accepted without a warning.
@@ -91,6 +92,8 @@ VALID_TEXT: dict[tuple[str, str], list[str]] = {
     ("permutation", "perm"): ["2 1 0"],
     ("transformer_lm", "prompt"): ["The minister said", "A"],
     ("kv_cache", "prompt"): ["The prime minister"],
+    ("rope", "prompt"): ["The Eiffel Tower is in Paris.", "A"],  # SmolLM2's heads; one token leaves one query
+    ("attention_variants", "prompt"): ["Paris is the capital of France, and it is"],
     ("smollm", "prompt"): ["Name three colours.", "😀 Café, 東京 and e\u0301 🤖"],
     ("smollm", "text"): ["Paris is the capital of France."],
     ("objectives", "text"): ["The government said it would act."],
@@ -130,12 +133,15 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("projector", {"b": " "}, "all three words"),
     ("decoding_lab", {"text": ""}, "empty"),
     ("decoding_lab", {"method": "exhaustive", "T": "30"}, "exhaustive search would expand"),
+    ("decoding_lab", {"model": "smollm", "text": " "}, "empty"),
+    ("rope", {"prompt": " "}, "empty"),
+    ("attention_variants", {"prompt": " "}, "empty"),
     ("seq2seq_attention", {"text": " "}, "empty"),
     ("pointer_network", {"numbers": "7"}, "at least two numbers"),
     ("pointer_network", {"numbers": "1, x"}, "not a number"),
     ("pointer_sentinel", {"text": "alone"}, "at least two words"),
     ("smollm", {"prompt": "  "}, "empty"),
-    ("smollm", {"text": "a"}, "at least two tokens"),
+    ("smollm", {"view": "Perplexity", "text": "a"}, "at least two tokens"),
     ("pointer_sentinel", {"text": "?! ... 42"}, "at least two words"),
     ("kernel_regression", {"kernel": "Boxcar", "h": "0.05", "n": "5"}, "gaps"),
     ("scoring_functions", {"pad": "9"}, "leaves none to attend to"),

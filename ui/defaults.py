@@ -18,6 +18,7 @@ from engine.transformer.model import generate
 from ui.glove import glove_6b_on
 from ui.loaders import char_model, cooccurrence_counts, fasttext_checkpoint, ngram_collisions, seq2seq_checkpoint
 from ui.projector import default_view
+from ui.smollm import preload as preload_smollm
 
 STUDY_WIDTHS, STUDY_SEED = [1, 2, 4, 8], 30_000
 STUDY_MODEL = "dot"  # the fastest date model: exhaustive search over 15³ prefixes for 30 inputs in about 2 s
@@ -66,7 +67,7 @@ def _compute_all() -> None:
     for compute, args in ((error_study, (STUDY_MODEL,)), (distracted_metrics, ()),
                           (generated_both_ways, (KV_PROMPT, KV_LONGEST)), (default_view, ()),
                           (cooccurrence_counts, GLOVE_COUNTS), (glove_6b_on, ("glove_wikipedia",)),
-                          (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS)):
+                          (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS), (preload_smollm, ())):
         try:
             compute(*args)
         except Exception:  # noqa: BLE001  (a missing or damaged checkpoint: the page that needs it says so)

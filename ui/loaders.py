@@ -5,7 +5,8 @@ import json
 
 import streamlit as st
 
-from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
+from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper, SmolLMStepper
+from engine.decoding.search import Pruning, SearchTree, search
 from engine.efficiency import records
 from engine.embeddings.cooccurrence import cooccurrence
 from engine.embeddings.corpus import Vocab, load_corpus
@@ -27,6 +28,8 @@ from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
 from engine.transformer.train import CHECKPOINTS
+from ui import llm
+from ui.smollm import smollm
 
 
 @st.cache_resource(show_spinner="Loading the character TransformerLM…")
@@ -138,12 +141,27 @@ def sentinel_model(name: str) -> tuple[PointerSentinelLM, dict]:
 
 
 def decoding_model(name: str, text: str, page):
-    """A stepper for the decoding lab: a seq2seq date model reading text, or the character LM continuing it."""
+    """A stepper for the decoding lab: a seq2seq date model reading text, the character LM continuing it, or
+    SmolLM2 answering it as a chat question; None when SmolLM2's file is missing (ui.smollm said how to fetch it)."""
     if name == "lm":
         model, vocab, _ = char_model("causal")
         ids, _ = prompt_ids(page, text, vocab, limit=200)
         return LanguageModelStepper(model, vocab, ids)
+    if name == "smollm":
+        lm = smollm()
+        if lm is None:
+            return None
+        return SmolLMStepper(lm, llm.prompt_ids(page, lm, text, llm.SEARCH_PROMPT_TOKENS, chat=True))
     return Seq2SeqStepper(seq2seq_checkpoint(name)[0], text)
+
+
+def decoding_search(name: str, text: str, model, method: str, width: int, max_len: int, pruned_shown: int | None,
+                    pruning: Pruning | None) -> SearchTree:
+    """SmolLM2's searches cached by their settings (a search takes seconds); the small models' run afresh: they
+    take milliseconds, and their trees hold attention rows that would cost more to copy out of a cache."""
+    if name == "smollm":
+        return llm.search_tree(text, method, width, max_len, pruned_shown, pruning, _model=model)
+    return search(model, method, width, max_len, pruned_shown, pruning)
 
 
 @st.cache_data(show_spinner=False)

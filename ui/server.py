@@ -46,6 +46,7 @@ import tokenizers  # noqa: F401  (SmolLM2's tokenizer, likewise)
 import torch
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad's first call: sympy, 2 s)
 import torch.utils.serialization  # noqa: F401  (torch.load's first call)
+import torch.utils._device  # noqa: F401  (torch.device as a context manager: SmolLM2 is built on "meta")
 from plotly.subplots import make_subplots
 
 import engine

@@ -1,10 +1,11 @@
 import streamlit as st
 import torch
 
-from engine.transformer.variants import VARIANTS, LatentAttention, build_variant, decode_step_timings
-from ui import figures
+from engine.transformer.variants import VARIANTS, LatentAttention, build_variant, decode_step_timings, group_membership
+from ui import figures, llm
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
+from ui.smollm import smollm
 
 page = Page("attention_variants")
 page.intro(
@@ -78,3 +79,34 @@ with page.guard():
             gaps(("max |absorbed − unabsorbed| output", absorbed(x)[0], plain(x)[0]))
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
+
+st.subheader("GQA in a real model: SmolLM2-135M")
+lm = smollm()
+if lm is not None:  # None: the section says how to fetch SmolLM2's file
+    with page.guard():
+        cfg = lm.config
+        r1, r2, r3 = st.columns([3, 1, 1])
+        text = llm.short_prompt(page, where=r1)
+        layer = page.slider("SmolLM2 layer", "layer", 0, cfg.n_layers - 1, 3, where=r2)
+        kv = page.slider("Key-value head", "kv", 0, cfg.n_kv_heads - 1, 1, where=r3)
+        ids = llm.prompt_ids(page, lm, text, llm.SHORT_TOKENS, chat=False)
+        grouped, labels = llm.group(ids, layer, kv, _lm=lm), llm.token_labels(lm, ids)
+        left, right = st.columns([3, 2])
+        with left:
+            figures.show(figures.heatmap(
+                group_membership(cfg.n_heads, cfg.n_kv_heads).T.numpy(), [f"q {h}" for h in range(cfg.n_heads)],
+                [f"K, V {g}" for g in range(cfg.n_kv_heads)], x_title="query head", y_title="key-value head",
+                title=f"Query head h reads key-value head h // {cfg.n_heads // cfg.n_kv_heads}", showscale=False))
+        with right:
+            st.metric(f"Heads {grouped.heads[0]}–{grouped.heads[-1]} recomputed from K, V head {kv}'s one K, max gap",
+                      f"{grouped.recomputed_gap:.1e}")
+            shares = ", ".join(f"{share:.0%} (heads {a} and {b})" for (a, b), share in grouped.differences.items())
+            st.caption(f"Query heads {', '.join(map(str, grouped.heads))} score against one K and mix one V, each "
+                       f"T × {cfg.head_dim}, cached once for the three: {2 * cfg.n_kv_heads * cfg.head_dim} numbers a "
+                       f"token and layer, where MHA would keep {2 * cfg.n_heads * cfg.head_dim}. Their queries differ, "
+                       f"so they attend differently: one query's rows in two of them differ by {shares} of their "
+                       "weight on average (total variation).")
+        for column, head, weights in zip(st.columns(len(grouped.heads)), grouped.heads, grouped.weights):
+            with column:
+                figures.show(figures.heatmap(weights.numpy(), labels, labels, f"Layer {layer}, query head {head}",
+                                             x_title="key", y_title="query", annotate=False))

@@ -4,14 +4,15 @@ import streamlit as st
 
 from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
 from engine.decoding.ranking import ranked_hypotheses, winners
-from engine.decoding.search import Pruning, search
+from engine.decoding.search import Pruning
 from ui import figures
 from ui.defaults import STUDY_MODEL, error_study
-from ui.loaders import decoding_model, seq2seq_checkpoint
+from ui.llm import SEARCH_WIDEST
+from ui.loaders import decoding_model, decoding_search, seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
 
-MODELS = ["additive", "additive_coverage", "dot", "lm"]
+MODELS = ["additive", "additive_coverage", "dot", "lm", "smollm"]
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the coverage penalty finds the answer
 RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
               "gnmt_star": "log P / lp* + cp + ep"}
@@ -36,16 +37,18 @@ page.intro(
     "(N^T of them), greedy keeps one, beam search keeps the W best at every depth (eq. 30). Every node the "
     "search expanded is drawn; pruned ones are faded. Finished hypotheses are then ranked by raw log P and "
     "by the normalised scores of §6.2-6.4. Models: the seq2seq date normalisers (with attention, so the "
-    "coverage penalty applies) or the character TransformerLM continuing a prompt."
+    "coverage penalty applies), the character TransformerLM continuing a prompt, or SmolLM2-135M-Instruct "
+    "answering it as a chat question."
 )
 c1, c2, c3 = st.columns([1, 3, 1])
 name = page.select("Model", "model", MODELS, where=c1,
-                   help="additive, additive_coverage, dot: the date models; lm: the character TransformerLM")
-text = page.text("Input (a date) or prompt (lm)", "text", DEFAULT_TEXT, max_chars=200, where=c2)
+                   help="additive, additive_coverage, dot: the date models; lm: the character TransformerLM; smollm: "
+                        "SmolLM2-135M-Instruct, a real Llama model, over its 49,152 tokens")
+text = page.text("Input (a date) or prompt (lm, smollm)", "text", DEFAULT_TEXT, max_chars=200, where=c2)
 method = page.select("Search", "method", ["beam", "greedy", "exhaustive"], where=c3)
 c1, c2, c3, c4, c5, c6 = st.columns(6)
-# a beam wider than the output vocabulary (15 tokens for a date model) only errors
-widest = 16 if name == "lm" else seq2seq_checkpoint(name)[0].output_size
+# a beam wider than the output vocabulary (15 tokens for a date model) only errors; SmolLM2's is kept quick
+widest = {"lm": 16, "smollm": SEARCH_WIDEST}.get(name) or seq2seq_checkpoint(name)[0].output_size
 width = page.slider("Beam width W", "W", 1, widest, 4, where=c1)
 max_len = page.slider("Maximum length T", "T", 1, 30, 12, where=c2)
 alpha = page.slider("α (length)", "alpha", 0.0, 2.0, 0.6, 0.1, where=c3)
@@ -58,8 +61,8 @@ prune_by = page.select("Prune beams by", "prune", list(PRUNINGS), where=c6,
 
 def run_search(model, scoring: Scoring, pruning_name: str):
     rule = PRUNINGS[pruning_name]
-    tree = search(model, method, width, max_len, pruned_shown=None if method == "exhaustive" else 2 * max(width, 1),
-                  pruning=Pruning(scoring, rule) if rule else None)
+    shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
+    tree = decoding_search(name, text, model, method, width, max_len, shown, Pruning(scoring, rule) if rule else None)
     found = ranked_hypotheses(tree, scoring, model.source_length)
     return tree, found, winners(found)
 
@@ -76,7 +79,7 @@ def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
     st.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
                   **{f"beam pruned by {p}" + (" (in force)" if p == prune_by else ""): [outputs[p][r] for r in RULES]
                      for p in outputs}}, hide_index=True)
-    st.caption(f"{SYMBOLS}{', ⏎ a new line' if name == 'lm' else ''}.")
+    st.caption(f"{SYMBOLS}{', ⏎ a new line' if name in ('lm', 'smollm') else ''}.")
     in_force = ("the beam keeps the W best prefixes by raw log P and the penalties only rank the finished "
                 "hypotheses" if prune_by == "log P" else
                 "the beam keeps the W best prefixes by log P / lp + cp + ep of each prefix, as GNMT's decoder "
@@ -92,8 +95,8 @@ def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
                f"β > 0) can reorder them. {compared}")
 
 
-with page.guard():
-    model = decoding_model(name, text, page)
+def show_search(model) -> None:
+    """The search tree, the rules' outputs, every finished hypothesis and the winner's attention."""
     scoring = Scoring(alpha, beta, gamma)
     tree, found, best = run_search(model, scoring, prune_by)
     label = lambda tokens: "".join(model.label(t) for t in tokens)  # noqa: E731
@@ -110,7 +113,8 @@ with page.guard():
         n_x = model.source_length or "|X|"
         equations(
             ("000 eq. 34-35 with eq. 41, this page's values",
-             rf"s = \frac{{\log P}}{{(5 + |Y|)^{{{alpha:g}}} / 6^{{{alpha:g}}}}} + \text{{cp}} + {gamma:g}\,\frac{{|Y|}}{{{n_x}}}"),
+             rf"s = \frac{{\log P}}{{(5 + |Y|)^{{{alpha:g}}} / 6^{{{alpha:g}}}}} + \text{{cp}} "
+             rf"+ {gamma:g}\,\frac{{|Y|}}{{{n_x}}}"),
             ("000 eq. 37", rf"\text{{cp}} = {beta:g} \sum_j \log\big(\min(\textstyle\sum_i a_{{ij}}, 1)\big)"),
             ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
         )
@@ -121,6 +125,10 @@ with page.guard():
                        "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "
                        "together pick “1950-03-31■”. Set α or β to 0 to lose it, or W to 1: greedy search never "
                        "finds it.")
+        if name == "smollm":
+            st.caption("SmolLM2 reads the input as a user's question inside its chat template and answers it; ■ is "
+                       "<|im_end|>, the end of its turn. Try “What is the capital of France?”. The beam is at most "
+                       f"{SEARCH_WIDEST} wide: every step runs the 135M-parameter model once over all live prefixes.")
     st.subheader("Finished hypotheses, every rule side by side")
     st.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
                   **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
@@ -142,6 +150,12 @@ with page.guard():
             st.caption(LABEL_KEY)
         else:
             st.info("The language model reads no source, so it has no attention matrix and no coverage penalty.")
+
+
+with page.guard():
+    model = decoding_model(name, text, page)
+    if model is not None:  # None: SmolLM2's file is missing, and the page says how to fetch it
+        show_search(model)
 st.subheader("000 eq. 40: the two attention matrices of the coverage penalty")
 columns = st.columns(2)
 for column, (title, matrix) in zip(columns, eq40_matrices().items()):

@@ -3,12 +3,14 @@ import statistics
 import streamlit as st
 import torch
 
+from engine.transformer import cache_sizes as cs
 from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
                                          generation_work, time_generation_steps)
-from ui import defaults, figures
+from ui import defaults, figures, llm
 from ui.loaders import char_model, prompt_ids
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations
+from ui.smollm import smollm
 
 page = Page("kv_cache")
 page.intro(
@@ -44,6 +46,8 @@ st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5,
 st.subheader("Generation with and without the cache")
 model, vocab, _ = char_model("causal")
 REPEATS, WARMUP, THREADS = 5, 1, 1
+SMOLLM_STEPS = 24  # greedy tokens: about a second on one CPU
+SMOLLM_PROMPT_TOKENS = 256  # the default story is 60 tokens; a 2,000-character one would take seconds to read
 c1, c2 = st.columns([3, 1])
 prompt = page.text("Prompt", "prompt", defaults.KV_PROMPT, 2000, where=c1)
 # 16 by default: timing each of them both ways, six times, takes a few seconds on one thread
@@ -113,3 +117,31 @@ with page.guard():
         if measured is not None:
             figures.show(timing_lines(positions, measured.value.steps, x_title="position", y_title="ms per token",
                                       title="Time per generated token: median, fastest to slowest run"))
+
+st.subheader("A real cache: SmolLM2-135M generating")
+lm = smollm() if prompt.strip() else None  # an empty prompt is already refused above
+if lm is not None:
+    with page.guard():
+        ids = llm.prompt_ids(page, lm, prompt, SMOLLM_PROMPT_TOKENS, chat=False)
+        grown = llm.growth(ids, SMOLLM_STEPS, _lm=lm)
+        smol = cs.BY_NAME["SmolLM2-135M"]  # the cache-size table's row, from SmolLM2's config.json
+        per_token = {b - a for a, b in zip(grown.numbers, grown.numbers[1:])}
+        closed_form = f"2 · {smol.layers} layers · {smol.kv_heads} KV heads · {smol.head_dim} · tokens"
+        st.code(lm.tokenizer.decode(ids) + "⟶" + lm.tokenizer.decode(grown.tokens), language=None, wrap_lines=True)
+        left, right = st.columns([3, 2])
+        with left:
+            figures.show(figures.lines(
+                grown.positions, {"measured: Σ over layers of K.numel() + V.numel()": grown.numbers,
+                                  closed_form: [smol.elements_per_token() * t for t in grown.positions]},
+                dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of {SMOLLM_STEPS} greedy "
+                                            "tokens", x_title="tokens in the cache", y_title="numbers cached",
+                height=320))
+        with right:
+            m1, m2 = st.columns(2)
+            m1.metric("Measured growth per token", ", ".join(f"{n:,}" for n in sorted(per_token)))
+            m2.metric("The cache-size table's figure", f"{smol.elements_per_token():,}")
+            st.caption(f"{smol.layers} layers each append one K and one V row for each of the {smol.kv_heads} "
+                       f"key-value heads (GQA: {smol.heads} query heads share them), {smol.head_dim} numbers each: "
+                       f"{smol.elements_per_token():,} numbers a token, {smol.bytes_per_token('fp32') / 1024:.0f} KiB "
+                       f"in our float32, {smol.bytes_per_token('bf16') / 1024:.1f} KiB in bf16 as the KV cache of "
+                       "real models page lists it. Greedy, so the same text on every visit.")

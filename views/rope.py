@@ -4,10 +4,12 @@ import streamlit as st
 import torch
 
 from engine import errata
+from engine.llm.model import GGUF_PAIRING
 from engine.positions import rope
-from ui import errata_panel, figures
+from ui import errata_panel, figures, llm
 from ui.page import Page, equations, gaps
-from ui.positions import rope_base
+from ui.positions import pair_paths, rope_base
+from ui.smollm import smollm
 
 page = Page("rope")
 page.intro(
@@ -46,23 +48,15 @@ with page.guard():
         st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, "
                    "10000^{−2i/d}.")
     with left:
-        rotation, relative, matrix, decay, attention, precision, in_the_notes = st.tabs(
+        rotation, relative, matrix, decay, attention, precision, real_head, in_the_notes = st.tabs(
             ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision",
-             "Errata in the notes"])
+             "SmolLM2", "Errata in the notes"])
 
         with rotation:
             m = page.slider("Position m", "m", 0, 200, 10)
-            first, second = rope.pair_indices(head_dim, pairing)
             path = rope.apply_rope(q.expand(m + 1, -1), torch.arange(m + 1), base, pairing)  # (m+1, d)
-            n_pairs = head_dim // 2
-            pairs = sorted({0, min(1, n_pairs - 1), n_pairs // 2, n_pairs - 1})
             norm_gap = float(path[-1].norm() - q.norm()) / (EPS64 * float(q.norm()))
-            figures.show(figures.points_and_curves(
-                {f"pair {i} at m = {m}": ([float(path[-1, first[i]])], [float(path[-1, second[i]])]) for i in pairs},
-                {f"pair {i} ({int(first[i])}, {int(second[i])}), {float(rope.rope_frequencies(head_dim, base)[i]):.2g} "
-                 f"rad/step": (path[:, first[i]].tolist(), path[:, second[i]].tolist()) for i in pairs},
-                title="Where pairs of q travel for positions 0..m", x_title="first coordinate",
-                y_title="second coordinate", height=460, equal_axes=True, paired=True))
+            figures.show(pair_paths(path, base, pairing, "Where pairs of q travel for positions 0..m"))
             st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
                        f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps "
                        f"the norm; they differ by {norm_gap:+.1f} ε‖q‖, rounding (ε = {EPS64:.1e} in float64).")
@@ -172,6 +166,35 @@ with page.guard():
                            "angles in float64, or in float32 relative to a nearby reference position.")
             else:
                 st.success("float32 angles are accurate here.")
+
+        with real_head, page.guard():
+            lm = smollm()
+            if lm is not None:  # None: the tab says how to fetch SmolLM2's file
+                text = llm.short_prompt(page)
+                r1, r2, r3 = st.columns(3)
+                layer = page.slider("Layer", "layer", 0, lm.config.n_layers - 1, 3, where=r1)
+                head = page.slider("Query head", "head", 0, lm.config.n_heads - 1, 4, where=r2)
+                ids = llm.prompt_ids(page, lm, text, llm.SHORT_TOKENS, chat=False)
+                i = page.slider("Query token i", "token", 0, len(ids) - 1, min(10, len(ids) - 1), where=r3)
+                real, labels = llm.rotation(ids, layer, head, i, _lm=lm), llm.token_labels(lm, ids)
+                figures.show(pair_paths(real.path, lm.config.rope_base, GGUF_PAIRING,
+                                        f"SmolLM2 layer {layer}, head {head}: pairs of q of “{labels[i]}” over "
+                                        f"positions 0..{len(real.path) - 1}"))
+                figures.show(figures.bars(labels[:i + 1], {"q̃_i · k̃_j as SmolLM2 computed it": real.computed.tolist(),
+                                                           "q_i · R_(j−i) k_j, no position in it":
+                                                               real.closed_form.tolist()},
+                                          title=f"“{labels[i]}” against every key j ≤ i", y_title="score × √d"))
+                figures.show(figures.lines(list(range(len(real.shifted))), dict(zip(labels, real.shifted.T.tolist())),
+                                           markers=False, x_title="shift s", y_title="q̃_(i+s) · k̃_(j+s)",
+                                           title="The same scores with the prompt moved s positions later"))
+                gaps(("max |model's q̃_i · k̃_j − closed form|", real.computed, real.closed_form),
+                     ("max |moved by s − not moved|", real.shifted, real.shifted[:1]))
+                st.caption(f"SmolLM2 was trained with base {lm.config.rope_base:,.0f}, the value of 000's code "
+                           "(001 and 002 use 10,000), and its GGUF file stores q and k so that RoPE turns neighbouring "
+                           "dimensions (2i, 2i+1), 000 §8.6's interleaved layout: this tab uses both, whatever the "
+                           f"controls above say. Query head {head} reads key-value head {real.kv_head}. Over the "
+                           f"{len(real.shifted)} shifts each score moves by at most {real.spread:.1f} ε‖q‖‖k‖, float32 "
+                           "rounding: it depends on the offset i − j alone.")
 
         with in_the_notes:
             errata_panel.rotation_figure()

@@ -3,6 +3,7 @@ import streamlit as st
 
 from engine.llm import generation, inspection
 from engine.llm.model import GGUF_PAIRING
+from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from ui import figures
 from ui.page import Page, equations, flag_unknown_params
@@ -18,13 +19,10 @@ PASSAGE = ("The Moon is Earth's only natural satellite. It orbits at an average 
            "locked to its orbit.")
 
 
-def label(text: str) -> str:
-    return text.replace(" ", "␣").replace("\n", "⏎") or "∅"
-
-
 @st.cache_data(max_entries=16, show_spinner="Running SmolLM2 over the prompt: 30 layers, every head kept…")
 def inside_view(ids: tuple[int, ...]) -> dict:
-    """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for each prompt (the default first)."""
+    """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for
+    each prompt (the default first)."""
     lm = smollm()
     inside = inspection.look_inside(lm, list(ids))
     lens = inspection.logit_lens(lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
@@ -88,7 +86,7 @@ with page.guard():
         page.notice(f"The prompt is {cut + len(ids):,} tokens; its first {cut:,} are cut so that it fits the "
                     f"{generation.MAX_PROMPT_TOKENS:,} this page reads (SmolLM2's context is {cfg.context_length:,}).")
     shown = ids[-INSIDE:]
-    texts = [label(token.text) for token in lm.tokenizer.tokens(shown)]
+    texts = [visible(token.text) for token in lm.tokenizer.tokens(shown)]
     positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
     if view_name in ("Next token", "Attention", "Logit lens"):
         view = inside_view(tuple(shown))
@@ -96,7 +94,7 @@ with page.guard():
     if view_name == "Next token":
         left, right = st.columns([3, 2])
         with left:
-            figures.show(figures.bars([label(lm.tokenizer.decode([i])) for i in view["next_ids"]],
+            figures.show(figures.bars([visible(lm.tokenizer.decode([i])) for i in view["next_ids"]],
                                       {"p": view["next_probs"]}, y_title="probability",
                                       title=f"p(next token | {len(ids)} tokens): the 12 most likely of 49,152"))
         with right:
@@ -110,7 +108,7 @@ with page.guard():
                     "49,152-token vocabulary and 48,900 merges; ␣ is a space, ⏎ a newline)")
         tokens = lm.tokenizer.tokens(ids)
         st.dataframe({"position": list(range(len(ids))), "id": [t.id for t in tokens],
-                      "token": [label(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
+                      "token": [visible(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
                      hide_index=True, height=210)
 
     if view_name == "Generate":
@@ -133,7 +131,7 @@ with page.guard():
         if settings in generations():
             steps = generations()[settings]
             answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
-            figures.show(figures.bars([f"{i + 1}:{label(lm.tokenizer.decode([s.token]))}" for i, s in
+            figures.show(figures.bars([f"{i + 1}:{visible(lm.tokenizer.decode([s.token]))}" for i, s in
                                        enumerate(steps)], {"p": [s.probability for s in steps]},
                                       y_title="probability", height=280,
                                       title="Each generated token's probability in the distribution it was drawn "
@@ -167,7 +165,7 @@ with page.guard():
 
     if view_name == "Logit lens":
         lens_positions = positions[-LENS:]
-        lens_text = tuple(tuple(label(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
+        lens_text = tuple(tuple(visible(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
         figures.show(figures.heatmap(view["lens_probs"], lens_positions, list(range(1, cfg.n_layers + 1)),
                                      cell_text=lens_text, zmax=1.0, height=900, x_title="position",
                                      y_title="after layer",
@@ -217,7 +215,7 @@ with page.guard():
         scored = perplexities(passage)
         chosen = scored[(pairing, cfg.rope_base if base.startswith("100000") else 10000.0)]
         with left:
-            scored_tokens = [label(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]
+            scored_tokens = [visible(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]
             figures.show(figures.bars([f"{i + 1}:{t}" for i, t in enumerate(scored_tokens)],
                                       {"−log p (nats)": chosen.nll.tolist()}, y_title="nats",
                                       title=f"Perplexity {chosen.value:.2f} with {pairing} pairs, base {base}"))

@@ -1,14 +1,20 @@
-"""Steppers for the search: the seq2seq date models (with attention, so cp applies) and the character
-TransformerLM (open generation, no source)."""
+"""Steppers for the search: the seq2seq date models (with attention, so cp applies), the character
+TransformerLM and SmolLM2-135M-Instruct (open generation, no source)."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 
 from engine.errors import InputError
+from engine.llm.tokenizer import visible
 from engine.seq2seq.dates import BOS, EOS, MAX_SOURCE, TARGET, Example, batch, decode_target
 from engine.seq2seq.model import Memory, Seq2Seq
 from engine.transformer.model import TransformerLM
 from engine.transformer.text import CharVocab
+
+if TYPE_CHECKING:
+    from engine.llm.smollm import SmolLM
 
 
 class Seq2SeqStepper:
@@ -62,4 +68,21 @@ class LanguageModelStepper:
         return torch.log_softmax(out.logits[:, -1].float(), dim=-1), None
 
     def label(self, token: int) -> str:
-        return self.vocab.decode([token]).replace(" ", "␣").replace("\n", "⏎")
+        return visible(self.vocab.decode([token]))
+
+
+class SmolLMStepper(LanguageModelStepper):
+    """SmolLM2 in the same search: our Llama reads the prompt (the chat template around a question, from
+    engine.llm.generation.prompt_ids) once into its KV cache, and each step reads one token per live prefix,
+    the cache rows following their prefixes by `parents` as above. Log-probabilities over the 49,152-token
+    vocabulary; a hypothesis ends with <|im_end|>, the end of the assistant's turn."""
+
+    def __init__(self, lm: SmolLM, prompt_ids: list[int]):
+        if not prompt_ids:
+            raise InputError("type a prompt: it is empty")
+        self.model, self.tokenizer, self.prompt = lm.model, lm.tokenizer, torch.tensor(prompt_ids)  # (P,)
+        self.eos, self.vocab_size, self.source_length = lm.tokenizer.eos_id, lm.config.vocab_size, 0
+        self.bos = prompt_ids[-1]  # the search's root is the prompt's last token: "\n" after "assistant"
+
+    def label(self, token: int) -> str:
+        return "■" if token == self.eos else visible(self.tokenizer.decode([token]))

@@ -91,7 +91,8 @@ class GroupAttention:
     heads: list[int]  # the query heads that read it
     weights: torch.Tensor  # (n, T, T) each head's attention as the model computed it
     recomputed_gap: float  # max |weights - softmax(q~_h K~_g^T / sqrt(d), causal)|, from the group's one K
-    differences: torch.Tensor  # (n, n) mean over queries of the total variation 1/2 sum_j |a_hj - a_h'j|
+    differences: dict[tuple[int, int], float]  # each pair of its heads: the mean over queries of the total
+    # variation 1/2 sum_j |a_hj - a_h'j|, the share of weight the two heads put in different places
 
 
 @torch.no_grad()
@@ -110,5 +111,7 @@ def group_attention(lm: SmolLM, ids: list[int], layer: int, kv_head: int) -> Gro
     scores = capture.qk["q_rot"][0, heads] @ K.T / math.sqrt(cfg.head_dim)  # (n, T, T)
     T = len(ids)
     recomputed = torch.softmax(scores.masked_fill(~causal_mask(T, T), float("-inf")), dim=-1)
-    differences = 0.5 * (weights[:, None] - weights[None]).abs().sum(-1).mean(-1)  # (n, n)
+    tv = 0.5 * (weights[:, None] - weights[None]).abs().sum(-1).mean(-1)  # (n, n)
+    n = len(heads)
+    differences = {(int(heads[a]), int(heads[b])): float(tv[a, b]) for a in range(n) for b in range(a + 1, n)}
     return GroupAttention(kv_head, heads.tolist(), weights, float((weights - recomputed).abs().max()), differences)

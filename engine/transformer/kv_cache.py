@@ -1,7 +1,8 @@
 """KV caching made visible (000 §8.5 eq. 86-89, 002 §2.5).
 
 The worked example of 002 §2.5.1 step by step; the work generation does with and without the cache,
-counted in closed form; and its steps timed with and without the cache, in turn.
+counted in closed form; its steps timed with and without the cache, in turn; and a real cache's size
+measured step by step.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 from engine.attention.scoring import causal_mask
 from engine.efficiency.measure import Timing, time_interleaved, torch_threads
 from engine.errors import InputError
-from engine.transformer.model import ModelConfig, TransformerLM, sample_next
+from engine.transformer.model import KVCache, ModelConfig, TransformerLM, sample_next
 
 # 002 §2.5.1: three 2-dimensional tokens and their projection matrices
 EXAMPLE_X = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
@@ -83,6 +84,37 @@ def generation_work(config: ModelConfig, prompt_len: int, n_new: int, use_cache:
         fed, scores = keys, _sum_of_squares(T0 + n) - _sum_of_squares(T0)
         cache = [0] * n
     return GenerationWork(projected=2 * L * fed, scores=L * H * scores, cache_numbers=cache)
+
+
+@dataclass(frozen=True)
+class CacheGrowth:
+    """A real cache measured while generating: after the prompt, then after each generated token."""
+    tokens: list[int]  # the generated tokens, greedy
+    positions: list[int]  # tokens the cache holds after each forward pass: P, P + 1, ..., P + n
+    numbers: list[int]  # numbers it then holds: the sum over layers of K.numel() + V.numel()
+
+
+def cache_numbers(cache: KVCache) -> int:
+    """Numbers a KV cache holds: every layer's K and V, whatever their shapes (B, heads, t, d)."""
+    return sum(k.numel() + v.numel() for k, v in cache)
+
+
+@torch.no_grad()
+def cache_growth(model: torch.nn.Module, ids: list[int], n_new: int) -> CacheGrowth:
+    """Greedy generation of n_new tokens with the KV cache (000 eq. 86-89), measuring the cache's actual size
+    after the prompt and after every step. Any model whose forward(idx (1, T), cache=...) returns .logits and
+    .cache, a list per layer of (K, V): the TransformerLM or SmolLM2's Llama."""
+    if not ids or n_new < 1:
+        raise InputError("the cache grows from a prompt of at least one token, by at least one step")
+    out = model(torch.tensor([ids]))  # the prompt, read at once
+    tokens, positions, numbers = [], [len(ids)], [cache_numbers(out.cache)]
+    for _ in range(n_new):
+        token = out.logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1)
+        tokens.append(int(token))
+        out = model(token, cache=out.cache)  # one new K and V row per layer and key-value head
+        positions.append(positions[-1] + 1)
+        numbers.append(cache_numbers(out.cache))
+    return CacheGrowth(tokens, positions, numbers)
 
 
 @dataclass(frozen=True)

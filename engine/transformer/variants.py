@@ -20,6 +20,14 @@ from engine.efficiency.measure import Timing, time_interleaved, torch_threads
 from engine.errors import InputError
 
 
+def group_membership(n_heads: int, n_groups: int) -> torch.Tensor:
+    """(H, g) with a 1 where query head i reads key-value head i // (H / g) (001 appendix, GQA): the grouping
+    causal_attention_weights makes by stacking each group's H / g consecutive query heads against one K."""
+    if n_groups < 1 or n_heads % n_groups:
+        raise InputError(f"{n_groups} key-value heads must be at least 1 and divide {n_heads} query heads")
+    return F.one_hot(torch.arange(n_heads) // (n_heads // n_groups), n_groups)  # (H, g)
+
+
 def causal_attention_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """softmax(q k^T / sqrt(d)) for new queries at the end of the keys, where g key-value heads each serve
     H / g consecutive query heads: q (B, H, T, d), k (B, g, t, d) -> (B, H, T, t); g = H is plain MHA.

@@ -1,0 +1,60 @@
+"""SmolLM2 on the pages that explain one of its parts (decoding lab, RoPE, KV cache, MHA/MQA/GQA/MLA): a
+typed prompt read into its ids, token labels, and every result cached by the prompt's ids, so a rerun costs
+nothing. The model itself comes from ui.smollm.smollm(); callers pass it in as `_lm` (left out of the keys:
+there is one model)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.decoding.search import Pruning, SearchTree, search
+from engine.llm import generation, heads
+from engine.llm.smollm import SmolLM
+from engine.llm.tokenizer import visible
+from engine.transformer.kv_cache import CacheGrowth, cache_growth
+
+SHORT_PROMPT = "The cat sat on the mat because it was tired."  # 11 tokens: every head's map is readable
+SHORT_TOKENS = 32  # a short prompt's tokens at most: its maps stay readable and its forward pass quick
+SEARCH_PROMPT_TOKENS = 128  # the decoding lab's prompt in the chat template: 200 typed characters of English fit
+SEARCH_WIDEST = 8  # beams: a step reads 8 prefixes in about 0.15 s on one CPU thread, 16 in 0.2 s, twice a search
+
+
+def prompt_ids(page, lm: SmolLM, text: str, limit: int, chat: bool) -> list[int]:
+    """SmolLM2's ids for a typed prompt (inside the chat template when chat), saying on the page what was cut."""
+    ids, cut = generation.prompt_ids(lm, text, chat, limit)
+    if cut:
+        page.notice(f"The prompt is {len(ids) + cut} tokens{' in the chat template' if chat else ''}; SmolLM2 "
+                    f"reads only its last {limit} here.")
+    return ids
+
+
+def short_prompt(page, where=None) -> str:
+    """The text box of a section that looks inside SmolLM2 at a few tokens; prompt_ids(..., SHORT_TOKENS,
+    chat=False) reads it, after the section's other controls are drawn (an empty box must not hide them)."""
+    return page.text("SmolLM2 reads", "prompt", SHORT_PROMPT, max_chars=200, where=where)
+
+
+def token_labels(lm: SmolLM, ids: list[int]) -> list[str]:
+    """One unique label per token (a heatmap axis merges equal labels): its position and its text."""
+    return [f"{i} {visible(token.text)}" for i, token in enumerate(lm.tokenizer.tokens(ids))]
+
+
+@st.cache_data(max_entries=32, show_spinner="SmolLM2 is searching: one forward pass of the live prefixes a step…")
+def search_tree(text: str, method: str, width: int, max_len: int, pruned_shown: int | None, pruning: Pruning | None,
+                _model) -> SearchTree:
+    """The decoding lab's search with SmolLM2's stepper for the prompt `text` (the key: the stepper reads it)."""
+    return search(_model, method, width, max_len, pruned_shown, pruning)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running SmolLM2 on the prompt…")
+def rotation(ids: list[int], layer: int, head: int, query: int, _lm: SmolLM) -> heads.RealRotation:
+    return heads.rope_on_head(_lm, ids, layer, head, query)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running SmolLM2 on the prompt…")
+def group(ids: list[int], layer: int, kv_head: int, _lm: SmolLM) -> heads.GroupAttention:
+    return heads.group_attention(_lm, ids, layer, kv_head)
+
+
+@st.cache_data(max_entries=16, show_spinner="Generating with SmolLM2 and measuring its cache at every step…")
+def growth(ids: list[int], n_new: int, _lm: SmolLM) -> CacheGrowth:
+    return cache_growth(_lm.model, ids, n_new)

@@ -60,8 +60,10 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
     x_first' = x_first cos - x_second sin;  x_second' = x_first sin + x_second cos."""
     check_head_dim(x.shape[-1])
     if pairing == "interleaved":
-        x_first, x_second = x.unflatten(-1, (-1, 2)).unbind(-1)  # dimensions (2i, 2i+1), each (..., T, d/2)
-        return torch.stack([x_first * cos - x_second * sin, x_first * sin + x_second * cos], dim=-1).flatten(-2)
+        # pair (2i, 2i+1) as the complex number x_2i + i x_2i+1: the rotation is one product by cos + i sin
+        # (Meta's Llama code does the same); 4 operations instead of 10 in every layer of a decode step
+        pairs = torch.view_as_complex(x.unflatten(-1, (-1, 2)).contiguous())  # (..., T, d/2) complex
+        return torch.view_as_real(pairs * torch.complex(cos, sin)).flatten(-2)
     if pairing == "half":
         x_first, x_second = x.chunk(2, dim=-1)  # dimensions (i, i + d/2)
         return torch.cat([x_first * cos - x_second * sin, x_first * sin + x_second * cos], dim=-1)

@@ -39,8 +39,10 @@ def causal_attention_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     n_rep = H // g
     q = q.reshape(B, g, n_rep * T, d)  # (B, g, n_rep T, d): query head i belongs to group i // n_rep
     att = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, g, n_rep T, t)
-    mask = causal_mask(T, t, q.device).repeat(n_rep, 1)  # (n_rep T, t): every head's rows masked alike
-    return F.softmax(att.masked_fill(~mask, float("-inf")).float(), dim=-1).view(B, H, T, t)
+    if T > 1:  # one new query is the last position and sees every key: nothing to mask in a decode step
+        mask = causal_mask(T, t, q.device).repeat(n_rep, 1)  # (n_rep T, t): every head's rows masked alike
+        att = att.masked_fill(~mask, float("-inf"))
+    return F.softmax(att.float(), dim=-1).view(B, H, T, t)
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

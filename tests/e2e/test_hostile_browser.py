@@ -38,6 +38,23 @@ def text_controls(slug: str) -> tuple[str, ...]:
     return tuple(w.key for kind in (at.text_input, at.text_area) for w in kind)
 
 
+# the id of the tab whose panel holds the element, or null: Streamlit's panels sit in the order of their tabs
+TAB_OF = """e => {
+  const panel = e.closest('[data-testid=stTabPanel]');
+  if (!panel) return null;
+  const tabs = panel.closest('[data-testid=stTabs]');
+  const own = (sel) => [...tabs.querySelectorAll(sel)].filter(n => n.closest('[data-testid=stTabs]') === tabs);
+  return own('[role=tab]')[own('[data-testid=stTabPanel]').indexOf(panel)].id;
+}"""
+
+
+def reveal(page, box) -> None:
+    """Opens the tab that holds `box`: a control in a tab not shown is in the page but takes no typing."""
+    if not box.is_visible() and (tab := box.evaluate(TAB_OF)):
+        page.locator(f"[id='{tab}']").click()
+        box.wait_for(state="visible")
+
+
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 @settings(max_examples=1, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
@@ -56,6 +73,7 @@ def test_hostile_urls_and_typing_break_nothing(page, slug, data):
             box = page.locator(f".st-key-{key} input, .st-key-{key} textarea").first
             if not box.count():
                 break  # hidden by another control's value
+            reveal(page, box)
             before = box.input_value()
             box.fill(typed)
             if box.input_value() == before:  # the same text (after max_chars): nothing to apply, no run to wait for

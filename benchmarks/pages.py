@@ -2,7 +2,8 @@
 
 Runs every page of ui.catalog through app.py's navigation with Streamlit's AppTest, in one
 process as a server would. Targets (issue 3): warm rerun median <= 250 ms, first render
-<= 1 s, memory after visiting every page <= 1.5 GB. Usage: python -m benchmarks.pages
+<= 1 s, memory after visiting every page <= 1.5 GB; with SmolLM2's file present, and so its 135M float32
+weights loaded, <= 2 GB (issue 13). Usage: python -m benchmarks.pages
 """
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import finish  # noqa: E402
+from engine.checkpoint_files import ModelFileError  # noqa: E402
+from engine.llm import files  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 
 RERUNS = 20
 TARGETS = {"first_render_ms": 1000, "warm_rerun_median_ms": 250, "rss_mb": 1536}
+RSS_WITH_SMOLLM_MB = 2048
 
 
 def rss_mb() -> float:
@@ -36,6 +40,15 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def smollm_present() -> bool:
+    """Whether SmolLM2's file is there: then the start-up thread has loaded the model, and its pages show it."""
+    try:
+        files.checked_path()
+    except ModelFileError:
+        return False
+    return True
 
 
 def timed_run(at: AppTest) -> float:
@@ -94,15 +107,17 @@ def main() -> int:
     defaults_ms = (time.perf_counter() - start) * 1000
     rows = [measure(info) for info in PAGES]  # each in a new session of the now-warm process
     memory = rss_mb()
+    targets = TARGETS | ({"rss_mb": RSS_WITH_SMOLLM_MB} if smollm_present() else {})
     print(f"cold process, home then {PAGES[0].slug} (imports torch and the engine once): {cold_ms:.0f} ms; "
           f"every default view ready after {defaults_ms:.0f} ms")
     print(f"{'page':<20} {'control':<8} {'first ms':>9} {'rerun median':>13} {'rerun max':>10} {'median/target':>14}")
     for r in rows:
         print(f"{r['page']:<20} {r['control']:<8} {r['first_render_ms']:>9.1f} {r['warm_rerun_median_ms']:>13.1f} "
               f"{r['warm_rerun_max_ms']:>10.1f} {r['warm_rerun_median_ms'] / TARGETS['warm_rerun_median_ms']:>14.2f}")
-    print(f"resident memory after every page: {memory:.0f} MiB (target {TARGETS['rss_mb']} MiB)")
+    print(f"resident memory after every page: {memory:.0f} MiB (target {targets['rss_mb']} MiB"
+          f"{' with SmolLM2 loaded' if smollm_present() else ', SmolLM2 not loaded'})")
     failures = [f"{r['page']} {k} {r[k]} > {TARGETS[k]}" for r in rows for k in ("first_render_ms", "warm_rerun_median_ms")
-                if r[k] > TARGETS[k]] + ([f"memory {memory:.0f} MiB"] if memory > TARGETS["rss_mb"] else [])
+                if r[k] > TARGETS[k]] + ([f"memory {memory:.0f} MiB"] if memory > targets["rss_mb"] else [])
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
@@ -111,7 +126,7 @@ def main() -> int:
                   "after the process has imported its libraries (cold_process_ms covers that import) and "
                   "computed its default views in the background (defaults_ready_ms after the start); "
                   f"rerun = the main control moved to a new value, median of {RERUNS}",
-        "targets": TARGETS, "cold_process_ms": round(cold_ms, 1), "defaults_ready_ms": round(defaults_ms, 1), "rss_mb": round(memory, 1), "pages": rows,
+        "targets": targets, "smollm_loaded": smollm_present(), "cold_process_ms": round(cold_ms, 1), "defaults_ready_ms": round(defaults_ms, 1), "rss_mb": round(memory, 1), "pages": rows,
         "within_targets": not failures,
     }
     return finish("pages", result, failures)

@@ -12,9 +12,11 @@ import streamlit as st
 
 from engine.decoding.study import ErrorStudy, search_error_study
 from engine.efficiency.measure import torch_threads
+from engine.llm import generation
 from engine.seq2seq.dates import distracted_examples
 from engine.seq2seq.decode import held_out_metrics
 from engine.transformer.model import generate
+from ui import llm
 from ui.glove import glove_6b_on
 from ui.loaders import char_model, cooccurrence_counts, fasttext_checkpoint, ngram_collisions, seq2seq_checkpoint
 from ui.projector import default_view
@@ -32,6 +34,8 @@ KV_PROMPT = ("Hundreds of people have been forced to vacate their homes in the S
              "Goulburn, south-west of Sydney, has forced the closure of the Hume Highway. ")
 KV_LONGEST = 128  # characters generated at most; after a long prompt the uncached steps are already slow
 KV_TEMPERATURE = 0.8
+KV_SMOLLM_STEPS = 24  # SmolLM2's greedy tokens after the story: about a second on one CPU
+KV_SMOLLM_TOKENS = 256  # the story is 60 tokens; a 2,000-character prompt would take seconds to read
 GLOVE_COUNTS = ("wikipedia", 10, True, 5)  # the GloVe counts page's default X: corpus, window, 1/d, min_count
 FASTTEXT_GRAMS = (3, 6, 2_000_000)  # the FastText page's default n-gram range and buckets
 
@@ -61,13 +65,23 @@ def generated_both_ways(prompt: str, n_new: int) -> tuple[list[int], list[int]]:
     return cached, plain
 
 
+def smollm_views() -> None:
+    """SmolLM2, and the two views of it that take most of a second: the SmolLM2 page's question read with every
+    head kept, and the KV cache page's greedy tokens after the story. A missing file raises ModelFileError."""
+    lm = preload_smollm()
+    question, _ = generation.prompt_ids(lm, llm.QUESTION, True)
+    llm.inside_view(tuple(question[-llm.INSIDE:]), _lm=lm)
+    story, _ = generation.prompt_ids(lm, KV_PROMPT, False, KV_SMOLLM_TOKENS)
+    llm.growth(story, KV_SMOLLM_STEPS, _lm=lm)
+
+
 def _compute_all() -> None:
     # a background thread's niceness is its own on Linux: visitors' runs come first
     os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     for compute, args in ((error_study, (STUDY_MODEL,)), (distracted_metrics, ()),
                           (generated_both_ways, (KV_PROMPT, KV_LONGEST)), (default_view, ()),
                           (cooccurrence_counts, GLOVE_COUNTS), (glove_6b_on, ("glove_wikipedia",)),
-                          (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS), (preload_smollm, ())):
+                          (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS), (smollm_views, ())):
         try:
             compute(*args)
         except Exception:  # noqa: BLE001  (a missing or damaged checkpoint: the page that needs it says so)

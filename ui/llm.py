@@ -7,13 +7,16 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.decoding.search import Pruning, SearchTree, search
-from engine.llm import generation, heads
+from engine.llm import generation, heads, inspection
 from engine.llm.smollm import SmolLM
 from engine.llm.tokenizer import visible
 from engine.transformer.kv_cache import CacheGrowth, cache_growth
 
 SHORT_PROMPT = "The cat sat on the mat because it was tired."  # 11 tokens: every head's map is readable
 SHORT_TOKENS = 32  # a short prompt's tokens at most: its maps stay readable and its forward pass quick
+QUESTION = "What is the capital of France?"  # the SmolLM2 page's default prompt, in the chat template
+INSIDE = 48  # tokens the attention maps, the logit lens and the neuron view read: the prompt's last ones
+LENS = 16  # positions of the logit lens: 30 layers x 16 positions of a 49,152-word unembedding
 SEARCH_PROMPT_TOKENS = 128  # the decoding lab's prompt in the chat template: 200 typed characters of English fit
 SEARCH_WIDEST = 8  # beams: a step reads 8 prefixes in about 0.15 s on one CPU thread, 16 in 0.2 s, twice a search
 
@@ -58,3 +61,16 @@ def group(ids: list[int], layer: int, kv_head: int, _lm: SmolLM) -> heads.GroupA
 @st.cache_data(max_entries=16, show_spinner="Generating with SmolLM2 and measuring its cache at every step…")
 def growth(ids: list[int], n_new: int, _lm: SmolLM) -> CacheGrowth:
     return cache_growth(_lm.model, ids, n_new)
+
+
+@st.cache_data(max_entries=16, show_spinner="Running SmolLM2 over the prompt: 30 layers, every head kept…")
+def inside_view(ids: tuple[int, ...], _lm: SmolLM) -> dict:
+    """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for
+    each prompt (the default by ui/defaults.py as the server starts)."""
+    inside = inspection.look_inside(_lm, list(ids))
+    lens = inspection.logit_lens(_lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
+                                                       inside.attentions, inside.residuals[:, -LENS:]))
+    next_probs = inside.logits[-1].float().softmax(-1)
+    top = next_probs.topk(12)
+    return {"attentions": inside.attentions.numpy(), "next_ids": top.indices.tolist(),
+            "next_probs": top.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}

@@ -19,11 +19,11 @@ def _loaded() -> SmolLM:
     return load()
 
 
-def preload() -> None:
+def preload() -> SmolLM:
     """Load the model in the start-up thread (ui/defaults.py) when its file is there: the first visitor of a
     SmolLM2 view then finds it ready instead of waiting 5 s. A missing file raises ModelFileError."""
     files.checked_path()
-    _loaded()
+    return _loaded()
 
 
 def _fetch_button() -> None:

@@ -46,8 +46,6 @@ st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5,
 st.subheader("Generation with and without the cache")
 model, vocab, _ = char_model("causal")
 REPEATS, WARMUP, THREADS = 5, 1, 1
-SMOLLM_STEPS = 24  # greedy tokens: about a second on one CPU
-SMOLLM_PROMPT_TOKENS = 256  # the default story is 60 tokens; a 2,000-character one would take seconds to read
 c1, c2 = st.columns([3, 1])
 prompt = page.text("Prompt", "prompt", defaults.KV_PROMPT, 2000, where=c1)
 # 16 by default: timing each of them both ways, six times, takes a few seconds on one thread
@@ -122,8 +120,8 @@ st.subheader("A real cache: SmolLM2-135M generating")
 lm = smollm() if prompt.strip() else None  # an empty prompt is already refused above
 if lm is not None:
     with page.guard():
-        ids = llm.prompt_ids(page, lm, prompt, SMOLLM_PROMPT_TOKENS, chat=False)
-        grown = llm.growth(ids, SMOLLM_STEPS, _lm=lm)
+        ids = llm.prompt_ids(page, lm, prompt, defaults.KV_SMOLLM_TOKENS, chat=False)
+        grown = llm.growth(ids, defaults.KV_SMOLLM_STEPS, _lm=lm)
         smol = cs.BY_NAME["SmolLM2-135M"]  # the cache-size table's row, from SmolLM2's config.json
         per_token = {b - a for a, b in zip(grown.numbers, grown.numbers[1:])}
         closed_form = f"2 · {smol.layers} layers · {smol.kv_heads} KV heads · {smol.head_dim} · tokens"
@@ -133,7 +131,7 @@ if lm is not None:
             figures.show(figures.lines(
                 grown.positions, {"measured: Σ over layers of K.numel() + V.numel()": grown.numbers,
                                   closed_form: [smol.elements_per_token() * t for t in grown.positions]},
-                dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of {SMOLLM_STEPS} greedy "
+                dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of {defaults.KV_SMOLLM_STEPS} greedy "
                                             "tokens", x_title="tokens in the cache", y_title="numbers cached",
                 height=320))
         with right:

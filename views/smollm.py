@@ -6,31 +6,15 @@ from engine.llm.model import GGUF_PAIRING
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from ui import figures
+from ui.llm import INSIDE, LENS, QUESTION, inside_view
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 
-INSIDE = 48  # tokens the attention maps, the logit lens and the neuron view read: the prompt's last ones
-LENS = 16  # positions of the logit lens: 30 layers x 16 positions of a 49,152-word unembedding
 MOSAIC = 12  # tokens in each thumbnail of the 30 x 9 overview
-QUESTION = "What is the capital of France?"
 VIEWS = ("Next token", "Generate", "Attention", "Logit lens", "Neuron view", "Perplexity")
 PASSAGE = ("The Moon is Earth's only natural satellite. It orbits at an average distance of 384,400 km, about "
            "thirty times the diameter of Earth, and always shows the same face to us, because its rotation is "
            "locked to its orbit.")
-
-
-@st.cache_data(max_entries=16, show_spinner="Running SmolLM2 over the prompt: 30 layers, every head kept…")
-def inside_view(ids: tuple[int, ...]) -> dict:
-    """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for
-    each prompt (the default first)."""
-    lm = smollm()
-    inside = inspection.look_inside(lm, list(ids))
-    lens = inspection.logit_lens(lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
-                                                       inside.attentions, inside.residuals[:, -LENS:]))
-    next_probs = inside.logits[-1].float().softmax(-1)
-    top = next_probs.topk(12)
-    return {"attentions": inside.attentions.numpy(), "next_ids": top.indices.tolist(),
-            "next_probs": top.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -89,7 +73,7 @@ with page.guard():
     texts = [visible(token.text) for token in lm.tokenizer.tokens(shown)]
     positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
     if view_name in ("Next token", "Attention", "Logit lens"):
-        view = inside_view(tuple(shown))
+        view = inside_view(tuple(shown), _lm=lm)
 
     if view_name == "Next token":
         left, right = st.columns([3, 2])

@@ -22,6 +22,10 @@ FIGURES_KEPT = 128  # per kind of figure: the default views of every page and wh
 # where naming it in update_layout validates a deep copy (15 ms of the 30 a heatmap took to build).
 pio.templates.default = "plotly_white"
 
+# a horizontal legend at the foot of the figure, under the x-axis title whatever the height (one placed at a
+# fraction of the plot's height below it covered the title on short figures)
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom")
+
 
 def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     """Build each distinct figure once per server and hand every visitor the same object: a class opening a
@@ -132,7 +136,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
     # log axes labelled at powers of ten only: minor labels read as misplaced numbers
     fig.update_xaxes(title=x_title, type="log" if log_x else "linear", dtick=1 if log_x else None)
     fig.update_yaxes(title=y_title, type="log" if log_y else "linear", dtick=1 if log_y else None)
-    fig.update_layout(legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(legend=LEGEND_BELOW)
     return style(fig, title, height)
 
 
@@ -162,7 +166,7 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     axis = dict(type="log", dtick=1) if log_axes else {}
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
-    fig.update_layout(legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(legend=LEGEND_BELOW)
     return style(fig, title, height)
 
 
@@ -171,7 +175,7 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: st
          height: int = 320, stacked: bool = False) -> go.Figure:
     """Grouped bars, one group per label and one colour per series; stacked, the series' parts of one total."""
     fig = go.Figure([go.Bar(x=[str(label) for label in labels], y=list(ys), name=name) for name, ys in series.items()])
-    fig.update_layout(barmode="stack" if stacked else "group", legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(barmode="stack" if stacked else "group", legend=LEGEND_BELOW)
     fig.update_xaxes(type="category")
     fig.update_yaxes(title=y_title)
     return style(fig, title, height)

@@ -21,9 +21,9 @@ def smollm_present() -> bool:
     return True
 
 
-def memory_targets(targets: dict) -> dict:
+def memory_targets(targets: dict, with_smollm: bool) -> dict:
     """targets, with issue 13's memory bound in place of rss_mb when SmolLM2 is loaded."""
-    return targets | ({"rss_mb": RSS_WITH_SMOLLM_MB} if smollm_present() else {})
+    return targets | ({"rss_mb": RSS_WITH_SMOLLM_MB} if with_smollm else {})
 
 
 def write_result(name: str, result: dict) -> None:

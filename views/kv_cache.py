@@ -131,8 +131,9 @@ if lm is not None:
             figures.show(figures.lines(
                 grown.positions, {"measured: Σ over layers of K.numel() + V.numel()": grown.numbers,
                                   closed_form: [smol.elements_per_token() * t for t in grown.positions]},
-                dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of {defaults.KV_SMOLLM_STEPS} greedy "
-                                            "tokens", x_title="tokens in the cache", y_title="numbers cached",
+                dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of "
+                                            f"{defaults.KV_SMOLLM_STEPS} greedy tokens",
+                x_title="tokens in the cache", y_title="numbers cached",
                 height=320))
         with right:
             m1, m2 = st.columns(2)

@@ -85,8 +85,12 @@ with page.guard():
         "d_i against m_N (eq. 123)": three.d[:step].tolist(),
         "o_i (eq. 137)": [", ".join(f"{v:.4g}" for v in row) for row in attention.o[:step].tolist()],
     }, hide_index=True)
-    st.caption("d_i online and d_i against the global maximum differ at every step but the last (eq. 127): "
-               "d'_N = d_N. The three-pass column needs m_N, so it can only start after a whole first pass.")
+    settled = online.first_step_at_maximum()
+    before = "" if settled == 1 else (f" Before it, d_i online = (d_i against m_N) · e^(m_N − m_i), "
+                                      f"and m_i < m_N at {'step 1' if settled == 2 else f'steps 1–{settled - 1}'}.")
+    st.caption(f"d_i online and d_i against the global maximum agree from step {settled} on, where the running "
+               f"maximum reaches m_N = {online.m[-1]:.6g} (eq. 126-127: d'_N = d_N).{before} The three-pass column "
+               "needs m_N, so it can only start after a whole first pass.")
     st.subheader(f"After all {N} steps, against torch")
     gaps(("max |online − torch.softmax|", online.a, torch.softmax(x, 0)),
          ("max |three-pass − torch.softmax|", three.a, torch.softmax(x, 0)),

@@ -24,6 +24,12 @@ class SoftmaxTrace:
     d: torch.Tensor  # (N,) d_1..d_N: normaliser after step i (three-pass: against m_N; online: against m_i)
     a: torch.Tensor  # (N,) the softmax, a_i = e^{x_i - m_N} / d_N
 
+    def first_step_at_maximum(self) -> int:
+        """The first step i (from 1) whose running maximum m_i is already m_N. The online d'_i of eq. 127 is
+        the three-pass d_i of eq. 126 times e^{m_N - m_i}, so the two agree from this step on and differ
+        before it."""
+        return int(torch.nonzero(self.m == self.m[-1])[0]) + 1
+
 
 @dataclass
 class AttentionTrace:

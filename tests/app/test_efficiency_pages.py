@@ -41,6 +41,19 @@ def test_online_softmax_page_steps_through_the_default_logits():
     assert estimate[4:] == [0.0] * 4
 
 
+
+@pytest.mark.parametrize("typed, settled", [(None, 6), ("9, 1, 2", 1), ("1, 2, 3, 7", 4)])
+def test_the_caption_says_from_which_step_the_two_d_columns_agree(typed, settled):
+    at = open_page("online_softmax", step="8") if typed is None else open_page("online_softmax", x=typed, step="4")
+    assert_clean(at)
+    table = at.dataframe[0].value
+    online, three = table["d_i online (eq. 130)"], table["d_i against m_N (eq. 123)"]
+    agree = [bool(np.isclose(a, b, rtol=1e-6, atol=0)) for a, b in zip(online, three)]
+    assert agree == [i + 1 >= settled for i in range(len(table))]  # the table itself shows it
+    caption = next(c.value for c in at.caption if c.value.startswith("d_i online and d_i against"))
+    assert f"agree from step {settled} on" in caption
+    assert ("Before it" in caption) == (settled > 1)
+
 def test_the_printed_rescaling_is_shown_to_fail_where_the_maximum_rises():
     at = open_page("online_softmax", printed="True")
     assert_clean(at)

@@ -25,6 +25,19 @@ def test_hand_worked_steps_of_eq_130():
     assert trace.d[-1] == pytest.approx(three.d[-1])  # d'_N = d_N (below eq. 127)
 
 
+
+@pytest.mark.parametrize("logits, settled", [([3, 1, 4, 1000, 5, 1004, 2, 998], 6), ([9, 1, 2], 1), ([1, 2, 3], 3),
+                                             ([2, 5, 5, 1], 2)])
+def test_online_and_three_pass_d_agree_exactly_from_the_step_the_maximum_is_reached(logits, settled):
+    x = torch.tensor(logits, dtype=torch.float64)
+    online, three = online_softmax(x), three_pass_softmax(x)
+    assert online.first_step_at_maximum() == settled
+    agree = torch.isclose(online.d, three.d, rtol=1e-12, atol=0).tolist()
+    assert agree == [i + 1 >= settled for i in range(len(x))]
+    # eq. 127 against eq. 126: d'_i = d_i e^{m_N - m_i} at every step (where e^{m_N - m_i} is finite)
+    finite = online.m[-1] - online.m < 700
+    torch.testing.assert_close(online.d[finite], (three.d * torch.exp(online.m[-1] - online.m))[finite])
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1e4])
 def test_online_and_three_pass_equal_torch_softmax_without_overflow(seed, scale):

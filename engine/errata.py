@@ -33,18 +33,20 @@ def _vector(x) -> str:
 
 
 def rope_row_vector(angle: float = math.pi / 6) -> Erratum:
-    """000 eq. 109: the row vector times R rotates by −θ; the first line (and eq. 108, and the code) by +θ."""
+    """000 eq. 109 (004 eq. 56): the row vector times R rotates by −θ; the first line (and eq. 108, and the
+    code) by +θ."""
     R, q = _rotation(angle), torch.tensor([1.0, 0.0], dtype=torch.float64)
     # the engine's RoPE with d = 2: one pair turning 1 radian per position, so position θ turns it by θ
     rope = apply_rope(q[None], torch.tensor([angle], dtype=torch.float64), 10000.0)[0]
     d, base = 4, 100000.0  # the angle printed for every pair, against the per-pair angles at t = 1
     printed_angles = [1 / base ** (2 / d)] * (d // 2)
     return Erratum(
-        "rope_row_vector", "RoPE as a row vector turns the wrong way", "000 eq. 109, second line", "rope", "error",
-        "Eq. 109's first line rotates each pair by +θ, as eq. 108 and 000's code do. Its second line writes the "
-        "same as the row vector [q_2i q_2i+1] times R(θ), but with eq. 108's R = [[cos, −sin], [sin, cos]] that "
-        "product is a rotation by −θ: the row form needs Rᵀ. The same line also prints the angle t/θ² for "
-        "every pair, where pair i turns by t/θ^{2i} (here d = 4, base 100000, t = 1).",
+        "rope_row_vector", "RoPE as a row vector turns the wrong way", "000 eq. 109, second line; 004 eq. 56",
+        "rope", "error",
+        "000 eq. 109 (printed again as 004 eq. 56): its first line rotates each pair by +θ, as eq. 108 and 000's "
+        "code do. Its second line writes the same as the row vector [q_2i q_2i+1] times R(θ), but with eq. 108's "
+        "R = [[cos, −sin], [sin, cos]] that product is a rotation by −θ: the row form needs Rᵀ. The same line "
+        "also prints the angle t/θ² for every pair, where pair i turns by t/θ^{2i} (here d = 4, base 100000, t = 1).",
         ("eq. 109 as printed", "what holds"),
         {f"q = (1, 0), θ = {math.degrees(angle):.0f}°": (f"q R = {_vector(q @ R)}", f"R q = q Rᵀ = {_vector(R @ q)}"),
          "the engine's RoPE of q at angle θ": ("", _vector(rope)),
@@ -66,17 +68,19 @@ def _rotation(angle: float) -> torch.Tensor:
 
 
 def mla_query_cache(n_heads: int, d_c: int, d_h_rope: int) -> Erratum:
-    """000 eq. 95 caches the absorbed query X(W_Q W_↑Kᵀ); eq. 120 says the query needs no cache."""
+    """000 eq. 95 (004 eq. 42) caches the absorbed query X(W_Q W_↑Kᵀ); eq. 120 (004 eq. 67) says the query needs
+    no cache."""
     eq95 = n_heads * d_c + d_c  # each head's absorbed query row (d_c numbers) and eq. 96's latent
     eq121 = d_c + d_h_rope
     v3 = (128, 512, 64)  # DeepSeek-V3: 128 heads, d_c = 512, d_h^R = 64
     return Erratum(
-        "mla_query_cache", "MLA caches the key side, not the query", "000 eq. 95 against eq. 120-121",
+        "mla_query_cache", "MLA caches the key side, not the query",
+        "000 eq. 95 against eq. 120-121; 004 eq. 42 against eq. 67-68",
         "decoupled_rope", "error",
-        "Eq. 95 caches X(W_Q W_↑Kᵀ), the absorbed query of every past token, and appends one row per new token. "
-        "A new token's scores need only its own absorbed query and every past latent c^KV (eq. 96), so those "
-        "rows are never read again; eq. 120 says of the query \"nothing needs to be cached\", and the cache "
-        "after eq. 121 holds c^KV and k^R only.",
+        "000 eq. 95 (and 004 eq. 42, the same) caches X(W_Q W_↑Kᵀ), the absorbed query of every past token, and "
+        "appends one row per new token. A new token's scores need only its own absorbed query and every past "
+        "latent c^KV (eq. 96), so those rows are never read again; eq. 120 (004 eq. 67) says of the query "
+        "\"nothing needs to be cached\", and the cache after eq. 121 (004 eq. 68) holds c^KV and k^R only.",
         ("eq. 95 + eq. 96", "eq. 121"),
         {f"numbers cached per token and layer (H = {n_heads}, d_c = {d_c}, d_h^R = {d_h_rope})":
             (f"{eq95:,}", f"{eq121:,}"),
@@ -90,8 +94,9 @@ def rope_frequency_formula(d: int = 8) -> Erratum:
     printed = [10000 ** (2 * i / d) for i in range(1, d // 2 + 1)]
     return Erratum(
         "rope_frequency_formula", "001's RoPE frequencies are inverted", "001, RoPE appendix", "rope", "error",
-        "001 writes θ_i = 10000^{2i/d} for i = 1, …, d/2. Its own code, 000's code and 002 use "
-        "θ_i = 10000^{−2(i−1)/d}: the first pair turns 1 radian per position and the others ever more slowly. "
+        "001 writes θ_i = 10000^{2i/d} for i = 1, …, d/2. Its own code and 002 use θ_i = 10000^{−2(i−1)/d}; "
+        "000's and 004's code have the same form with base 100000. Either way the first pair turns 1 radian per "
+        "position and the others ever more slowly. "
         f"As printed no pair turns at 1 and the angles grow instead (d = {d}).",
         ("001 as printed", "001's code, the engine"),
         {f"θ_1 … θ_{d // 2}": (_vector(printed), _vector(rope_frequencies(d, 10000.0)))},
@@ -99,7 +104,7 @@ def rope_frequency_formula(d: int = 8) -> Erratum:
 
 
 def rope_base_and_pairing() -> Erratum:
-    """The base (000's code 100000; 001 and 002 10000) and the pairing change every score."""
+    """The base (000's and 004's code 100000; 001 and 002 10000) and the pairing change every score."""
     q = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
     k = torch.tensor([[5.0, 6.0, 7.0, 8.0]], dtype=torch.float64)
 
@@ -109,13 +114,15 @@ def rope_base_and_pairing() -> Erratum:
         return f"{float(rotated_q @ rotated_k.T):.6f}"
 
     return Erratum(
-        "rope_base_and_pairing", "The RoPE base and pairing", "000 §8.6 code against 001 and 002", "rope",
+        "rope_base_and_pairing", "The RoPE base and pairing", "000 §8.6 and 004's code against 001 and 002", "rope",
         "disagreement",
-        "000's code sets rope_theta = 100000; 001 and 002 use 10000. Every formula and code in the notes pairs "
-        "dimensions (2i, 2i+1), but 002's prose says the vector is split \"into two halves\", which is Llama's "
-        "rotate_half pairing (i, i + d/2). Both choices change the scores: q = (1, 2, 3, 4) at position 1 "
-        "against k = (5, 6, 7, 8) at position 2 (70 without RoPE).",
-        ("base 10000 (001, 002)", "base 100000 (000's code)"),
+        "000's code, and 004's (the same code), set rope_theta = 100000; 001 and 002 use 10000. Every formula "
+        "and code in the notes pairs dimensions (2i, 2i+1). 002's prose says the vector is split \"into two "
+        "halves\" and at once writes the pairs (x_2k, x_2k+1): ambiguous prose, not a second method. The "
+        "half-split pairing (i, i + d/2) is the rotate_half layout of Hugging Face transformers' Llama (and "
+        "GPT-NeoX); Meta's own Llama code and GGUF files keep interleaved pairs. Both choices change the scores: "
+        "q = (1, 2, 3, 4) at position 1 against k = (5, 6, 7, 8) at position 2 (70 without RoPE).",
+        ("base 10000 (001, 002)", "base 100000 (000's and 004's code)"),
         {f"q·k, {pairing} pairs": (score(10000.0, pairing), score(100000.0, pairing))
          for pairing in ("interleaved", "half")},
     )

@@ -11,8 +11,8 @@ from ui.page import Page
 
 def rope_base(page: Page, where=None) -> float:
     """The RoPE base is a choice wherever RoPE is computed, because the notes disagree on it."""
-    return page.number("Base", "base", 10000.0, step=10000.0, help="000's code: 100000; 001 and 002: 10000",
-                       where=where)
+    return page.number("Base", "base", 10000.0, step=10000.0,
+                       help="000's and 004's code: 100000; 001 and 002: 10000", where=where)
 
 
 def pair_paths(path: torch.Tensor, base: float, pairing: str, title: str) -> go.Figure:

@@ -65,6 +65,6 @@ with page.guard():
         st.caption("000 eq. 117 computes the key's RoPE part from c^KV; DeepSeek-V2 computes it from h_t and "
                    "shares it across heads. Switch the source above: absorption holds either way.")
         turns = ", ".join(f"{float(f):.3g}" for f in frequencies)
-        st.caption(f"RoPE here uses base {base:g} (000's code: 100000; 001 and 002: 10000, as on the RoPE page): "
-                   f"the {d_h_rope // 2} pairs of q^R and k^R turn by {turns} radians per position.")
+        st.caption(f"RoPE here uses base {base:g} (000's and 004's code: 100000; 001 and 002: 10000, as on the RoPE "
+                   f"page): the {d_h_rope // 2} pairs of q^R and k^R turn by {turns} radians per position.")
     errata_panel.show(errata.mla_query_cache(n_heads, d_c, d_h_rope))

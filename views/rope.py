@@ -16,7 +16,7 @@ page.intro(
     "RoPE rotates each pair of a query's and key's coordinates by an angle proportional to the token's "
     "position. A dot product of two rotated vectors only sees the difference of their angles, so attention "
     "scores depend on how far apart two tokens are, not where they are. The notes disagree on two details, "
-    "so both are choices here: the base (000's code uses 100000; 001 and 002 use 10000) and which dimensions "
+    "so both are choices here: the base (000's and 004's code use 100000; 001 and 002 use 10000) and which dimensions "
     "form a pair."
 )
 EPS64 = torch.finfo(torch.float64).eps  # the unit rounding is measured in on this page
@@ -24,7 +24,9 @@ PAIRING_LABELS = {"Interleaved (2i, 2i+1)": "interleaved", "Half-split (i, i+d/2
 c1, c2, c3, c4 = st.columns(4)
 head_dim = page.slider("Head dimension d", "d", 2, 128, 64, 2, where=c1)
 pairing_label = page.select("Pairing", "pairing", list(PAIRING_LABELS),
-                            help="Interleaved: 000's code and 002. Half-split: Llama's rotate_half.", where=c2)
+                            help="Interleaved: every formula and code in the notes, Meta's Llama code and GGUF "
+                                 "files. Half-split: the rotate_half layout of Hugging Face transformers' Llama "
+                                 "and GPT-NeoX.", where=c2)
 base = rope_base(page, where=c3)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 pairing = PAIRING_LABELS[pairing_label]
@@ -45,8 +47,8 @@ with page.guard():
             ("001 appendix, 002 §2.3.3", r"(R_m q)^\top (R_n k) = q^\top R_m^\top R_n\, k = q^\top M(m, n)\, k,\quad "
              r"M(m, n) = R_{n-m}"),
         )
-        st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code and 000's use the reciprocal, "
-                   "10000^{−2i/d}.")
+        st.caption("001's appendix prints θ_i = 10000^{2i/d}; its own code uses the reciprocal, 10000^{−2i/d}, "
+                   "and 000's and 004's code the same form with base 100000.")
     with left:
         rotation, relative, matrix, decay, attention, precision, real_head, in_the_notes = st.tabs(
             ["Rotation", "Relative property", "M(i, j)", "Decay and bases", "Attention map", "Precision",

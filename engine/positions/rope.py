@@ -1,9 +1,10 @@
 """Rotary position embedding (000 §8.6 eq. 100-109, 001 RoPE appendix, 002 §2.3.3).
 
 Where the notes disagree the caller chooses:
-- base: 000's code uses rope_theta = 100000, 001 and 002 use 10000;
-- pairing: "interleaved" rotates dimensions (2i, 2i+1) as 000's code and 002 do;
-  "half" rotates (i, i + d/2), the rotate_half layout of Llama and much public code.
+- base: 000's code (and 004's, the same) uses rope_theta = 100000, 001 and 002 use 10000;
+- pairing: "interleaved" rotates dimensions (2i, 2i+1), as every formula and code in the notes does (002's
+  prose speaks of "two halves" but its formulas pair (x_2k, x_2k+1)), and as Meta's Llama code and GGUF files
+  do; "half" rotates (i, i + d/2), the rotate_half layout of Hugging Face transformers' Llama and GPT-NeoX.
 Angles are computed in float64 and the rotation is applied in the input's dtype.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 from engine.errors import InputError
 
 PAIRINGS = ("interleaved", "half")
-BASES = (10000.0, 100000.0)  # 001/002 and 000's code
+BASES = (10000.0, 100000.0)  # 001/002, and 000's and 004's code
 
 
 def check_head_dim(head_dim: int) -> None:

@@ -1,10 +1,13 @@
 """Each place the notes err or disagree, its numbers against a computation written out here."""
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
 
 from engine import errata
+from engine.llm.model import GGUF_PAIRING
 from engine.seq2seq.dates import Example, batch
 from engine.seq2seq.decode import rescored_attention, translate
 from engine.seq2seq.model import load_seq2seq
@@ -131,3 +134,72 @@ def test_glove_biases_compare_the_two_shipped_checkpoints_as_stored():
         k: v for k, v in stored["glove_wikipedia_nobias"]["config"].items() if k != "biases"}  # alike but for biases
     rho = finding.rows["WordSim-353 Spearman ρ"]
     assert rho == tuple(f"{stored[n]['metrics']['wordsim353_spearman']:.3f}" for n in stored)
+
+
+NOTES = Path(__file__).resolve().parents[3] / "shared" / "seeds"  # the lecture notes, beside the checkout
+TAG = r"(?:\\tag\{(\d+)\}|\\quad \((\d+)\))"  # how the notes number a display equation
+
+
+def numbered_equations(code: str) -> dict[int, str]:
+    """A note's numbered display equations, number -> body with layout (spaces, \\left, \\right, colour) removed,
+    so the same equation printed in two notes compares equal."""
+    text = next(NOTES.glob(f"{code}_*.txt")).read_text()
+    found = {}
+    for block in re.findall(r"\$\$(.*?)\$\$", text, re.S):
+        number = re.search(TAG + r"\s*$", block.strip())
+        if number:
+            body = re.sub(TAG + r"\s*$", "", block.strip())
+            body = re.sub(r"\\textcolor\{\w+\}\{([^{}]*)\}", r"\1", body)
+            found[int(number.group(1) or number.group(2))] = re.sub(r"\s+|\\left|\\right", "", body)
+    return found
+
+
+def cited(where: str, code: str) -> set[int]:
+    """The equations of note `code` that an erratum's `where` names: "000 eq. 95 against eq. 120-121; 004 …"."""
+    numbers = set()
+    for part in where.split(";"):
+        if part.strip().startswith(code):
+            for first, last in re.findall(r"eq\. (\d+)(?:-(\d+))?", part):
+                numbers.update(range(int(first), int(last or first) + 1))
+    return numbers
+
+
+def every_finding() -> list[errata.Erratum]:
+    """Each finding, those that take a trained model's numbers given made-up ones (only `where` is read)."""
+    stored = {"losses": [0.1], "metrics": {"analogy_accuracy": 0.1, "wordsim353_spearman": 0.2,
+                                           "simlex999_spearman": 0.3}}
+    attention = torch.full((3, 4), 0.25)
+    return [errata.rope_row_vector(), errata.mla_query_cache(4, 16, 8), errata.rope_frequency_formula(),
+            errata.rope_base_and_pairing(), errata.gpt_objective_names(1.0, 2.0, 0.5, "made up"),
+            errata.additive_bias(1.0, 4, 0.1), errata.bahdanau_query(attention, attention, "abcd", 1),
+            errata.worked_example_002(), errata.online_rescaling(), errata.glove_biases(stored, stored)]
+
+
+def test_each_erratum_names_every_note_that_prints_the_same_equation():
+    assert NOTES.is_dir(), f"the lecture notes are missing at {NOTES}"
+    in_000, in_004 = numbered_equations("000"), numbered_equations("004")
+    number_in_004 = {body: n for n, body in in_004.items()}
+    repeats = 0
+    for finding in every_finding():
+        for n in cited(finding.where, "000"):
+            twin = number_in_004.get(in_000[n])
+            if twin is not None:
+                repeats += 1
+                assert twin in cited(finding.where, "004"), f"{finding.key}: 000 eq. {n} is 004 eq. {twin} too"
+    assert repeats >= 6  # eq. 109, 95, 120, 121, 136 and 137 are all printed again in 004
+
+
+def test_the_rope_findings_give_each_note_whose_code_sets_base_100000_that_base():
+    pairing, frequencies = errata.rope_base_and_pairing(), errata.rope_frequency_formula()
+    setting = [path.name[:3] for path in sorted(NOTES.glob("00*.txt"))
+               if re.search(r"rope_theta\s*=\s*100000\b", path.read_text())]
+    assert setting == ["000", "004"]
+    for code in setting:
+        assert code in pairing.where and f"{code}'s" in pairing.columns[1], code
+        assert re.search(f"{code}'s[^.;:]*100000", frequencies.text), code  # not listed among the 10000s
+
+
+def test_the_pairing_finding_names_who_uses_rotate_half_and_who_keeps_pairs():
+    text = errata.rope_base_and_pairing().text
+    assert "rotate_half layout of Hugging Face transformers' Llama" in text
+    assert f"GGUF files keep {GGUF_PAIRING} pairs" in text  # the layout our SmolLM2 reads from its GGUF

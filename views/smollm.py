@@ -208,3 +208,6 @@ with page.guard():
                           "perplexity": [round(s.value, 2) for s in scored.values()]}, hide_index=True)
             st.caption("With the wrong pairing each head rotates the wrong dimensions together: positions "
                        "scramble and perplexity rises. The base changes every angle by a smaller amount.")
+            equations(("the mean is the cross-entropy loss of 000 §8.3's code; its exp, the perplexity, is not "
+                       "in the notes (Jurafsky & Martin, ch. 3)",
+                       r"\mathrm{PPL} = \exp\Big(-\frac{1}{T-1} \sum_{t=2}^{T} \log p(x_t \mid x_{<t})\Big)"))

@@ -1,4 +1,9 @@
-"""Generating with SmolLM2 token by token, and scoring text (perplexity, 000 §2's exp of the mean NLL)."""
+"""Generating with SmolLM2 token by token, and scoring text by its perplexity.
+
+Perplexity is exp of the mean negative log-likelihood per predicted token. The notes never define it: the
+mean is the cross-entropy loss that 000 §8.3's TransformerLM code trains with (F.cross_entropy), and its
+exponential is the usual definition (Jurafsky & Martin, Speech and Language Processing, 3rd ed., ch. 3).
+"""
 from __future__ import annotations
 
 import math
@@ -18,17 +23,32 @@ MAX_PROMPT_TOKENS = 1024  # the context is 8,192, but a CPU prefill of that take
 
 
 def prompt_ids(lm: SmolLM, text: str, chat: bool = True, limit: int = MAX_PROMPT_TOKENS) -> tuple[list[int], int]:
-    """The ids the model reads for text (inside the chat template when chat), keeping the text's last tokens
-    so that all fit in `limit`; returns them and how many of the text's tokens were cut from its front.
+    """The ids the model reads for text (inside the chat template when chat), and how many fewer they are than
+    those of the whole text.
 
-    The template's parts and the text are encoded apart: special tokens and the newline before the text
-    already split the pre-tokens there, so the ids equal those of the whole string."""
+    The templated string is encoded whole: encoding the template and the text apart differs wherever a
+    pre-token runs across the join (the template's "\n" and a text "\n\nX" are one pre-token "\n\n\n" whole).
+    Past `limit`, the text loses as few tokens from its front as make the whole fit, cut where one of its
+    tokens begins; the template is kept whole, and so is the text's last token even if that alone is too long."""
     if not text.strip():
         raise InputError("type a prompt: it is empty")
     before, after = lm.tokenizer.chat_prompt("\0").split("\0") if chat else ("", "")
-    head, body, tail = (lm.tokenizer.encode(part) for part in (before, text, after))
-    keep = max(1, limit - len(head) - len(tail))
-    return head + body[-keep:] + tail, max(0, len(body) - keep)
+    whole = lm.tokenizer.encode(before + text + after)
+    if len(whole) <= limit:
+        return whole, 0
+    starts = lm.tokenizer.token_starts(text)
+
+    def from_token(k: int) -> list[int]:  # the ids with the text's first k tokens cut
+        return lm.tokenizer.encode(before + text[starts[k]:] + after)
+
+    low, high = 1, len(starts) - 1  # the fewest tokens to cut: a search, as the length falls with k
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if len(from_token(middle)) <= limit else (middle + 1, high)
+    while low < len(starts) - 1 and len(from_token(low)) > limit:  # a pre-token merge can break the fall by one
+        low += 1
+    ids = from_token(low)
+    return ids, len(whole) - len(ids)
 
 
 @dataclass(frozen=True)

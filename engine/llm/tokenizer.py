@@ -43,6 +43,11 @@ class SmolTokenizer:
     def encode(self, text: str) -> list[int]:
         return self._bpe.encode(text, add_special_tokens=False).ids
 
+    def token_starts(self, text: str) -> list[int]:
+        """The character offsets in text where its tokens begin, in order; the byte-level pieces of one
+        character (an emoji's bytes can take several tokens) share its offset, listed once."""
+        return sorted({start for start, _ in self._bpe.encode(text, add_special_tokens=False).offsets})
+
     def decode(self, ids: list[int], skip_special: bool = False) -> str:
         return self._bpe.decode(list(ids), skip_special_tokens=skip_special)
 

@@ -1,6 +1,8 @@
 """The SmolLM2 inside page read back against the engine, view by view, and without its file."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -62,7 +64,11 @@ def test_perplexity_table_follows_the_switches(lm):
     assert_clean(at)
     text = at.text_area(key="text").value
     expected = generation.perplexity(lm, text, 10000.0, "half").value
-    assert f"Perplexity {expected:.2f} with half pairs, base 10000" in figures(at)
+    title = f"Perplexity {expected:.2f} with half pairs, base 10000"
+    assert title in figures(at)
+    nll = trace(figures(at)[title])["y"]  # the bars: −log p of each predicted token
+    assert math.exp(nll.mean()) == pytest.approx(expected, rel=1e-5)  # the panel's formula, by hand
+    assert any(r"\mathrm{PPL} = \exp" in latex.value for latex in at.latex)
     table = at.dataframe[0].value
     right = table[(table.pairing == "interleaved") & (table.base == "100,000")].perplexity.item()
     assert right < table.perplexity.min() * 1.0001  # the file's own pairing and base score best

@@ -178,6 +178,26 @@ def test_bad_inputs_are_refused_with_a_message(lm):
         generation.perplexity(lm, "a")
 
 
+@pytest.mark.parametrize("text", ["\n\nX", "\n\n\nHello", "\nline", "  two spaces", " one", "\t tab", "Hi"])
+@pytest.mark.parametrize("chat", [True, False])
+def test_prompt_ids_equal_transformers_encoding_the_whole_string(lm, reference, text, chat):
+    whole = lm.tokenizer.chat_prompt(text) if chat else text
+    ids, cut = generation.prompt_ids(lm, text, chat)
+    assert ids == reference[1](whole, add_special_tokens=False)["input_ids"] and cut == 0
+
+
+@pytest.mark.parametrize("text", ["\n\n\nHello there, " * 200, "  spaced  out " * 300, "word " * 3000],
+                         ids=["newlines first", "spaces first", "words"])
+def test_a_long_prompt_loses_as_few_tokens_from_its_front_as_make_it_fit(lm, text):
+    before, after = lm.tokenizer.chat_prompt("\0").split("\0")
+    ids, cut = generation.prompt_ids(lm, text, limit=100)
+    assert len(ids) <= 100 and cut == len(lm.tokenizer.encode(before + text + after)) - len(ids)
+    starts = lm.tokenizer.token_starts(text)
+    kept = next(k for k in range(len(starts)) if lm.tokenizer.encode(before + text[starts[k]:] + after) == ids)
+    assert len(lm.tokenizer.encode(before + text[starts[kept - 1]:] + after)) > 100  # one token fewer cut: too long
+    assert lm.tokenizer.decode(ids).startswith(before) and lm.tokenizer.decode(ids).endswith(after)
+
+
 def test_sampling_is_reproducible_and_follows_the_filters(lm):
     ids, _ = generation.prompt_ids(lm, "Tell me a story.")
     first = [s.token for s in generation.stream(lm, ids, 12, temperature=1.0, top_k=5, seed=7)]

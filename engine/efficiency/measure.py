@@ -109,7 +109,8 @@ def torch_threads(n: int) -> Iterator[None]:
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
                      device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
     """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
-    on a shared machine falls on all of them rather than on one. On CUDA, events time the GPU's work."""
+    on a shared machine falls on all of them rather than on one. On CUDA, events time each call on the GPU
+    (see _cuda_events for what that includes)."""
     if repeats < 1:
         raise InputError("repeats must be at least 1")
 
@@ -129,8 +130,11 @@ def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int =
 
 
 def _cuda_events(candidates: dict[str, Callable[[], object]], order: Sequence[str], repeats: int) -> dict[str, Timing]:
-    """GPU time between two events around each call. Nothing synchronises between calls, so while the host
-    launches ahead the GPU runs one call after the other and the events hold kernel time, not launch gaps."""
+    """The GPU's clock between two events recorded around each call. Nothing synchronises between calls, so the
+    host launches ahead and the GPU runs the calls back to back: no gap between calls is counted. Inside one
+    call the span includes every idle gap between its own kernels while the GPU waits for the host's next
+    launch: kernel time for one fused kernel, kernel time plus launch gaps for a launch-bound loop of small
+    kernels (the torch tiled method), which is what that method costs."""
     events = {name: [] for name in order}
     torch.cuda.synchronize()
     for _ in range(repeats):

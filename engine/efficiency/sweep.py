@@ -31,12 +31,18 @@ def attention_flops(batch: int, heads: int, N: int, d: int, causal: bool) -> flo
     return 4 * batch * heads * N * N * d / (2 if causal else 1)
 
 
-def naive_bytes(batch: int, heads: int, N: int, dtype: torch.dtype = torch.float32) -> int:
-    """What naive attention holds at its peak: S and P, (B, H, N, N) each, in float32 (its softmax runs in
-    float32), and for a narrower dtype also S as the matmul returns it and P cast back for PV."""
-    itemsize = torch.finfo(dtype).bits // 8
-    per_score = 4 + 4 + (2 * itemsize if itemsize < 4 else 0)
-    return batch * heads * N * N * per_score
+def naive_bytes(batch: int, heads: int, N: int, dtype: torch.dtype = torch.float32, causal: bool = False) -> int:
+    """What naive_attention holds at its peak, counted from its code, statement by statement. S is (B, H, N, N)
+    in the accumulator's dtype (float32, float64 for float64 inputs): two such arrays are alive while it is
+    scaled, masked (causal: with the inverted (N, N) mask, one for all heads) and softmaxed into P. A narrower
+    dtype adds the matmul's own S beside its cast, then P cast back for PV beside S and P: 10 bytes a score in
+    bfloat16, 8 in float32."""
+    scores = batch * heads * N * N
+    item, accumulator = dtype.itemsize, torch.promote_types(dtype, torch.float32).itemsize
+    held = [2 * accumulator * scores + (N * N if causal else 0)]
+    if item < accumulator:
+        held.append((2 * accumulator + item) * scores)
+    return max(held)
 
 
 def format_bytes(n: float) -> str:
@@ -47,8 +53,9 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def check_naive_fits(batch: int, heads: int, N: int, budget: int, dtype: torch.dtype = torch.float32) -> None:
-    need = naive_bytes(batch, heads, N, dtype)
+def check_naive_fits(batch: int, heads: int, N: int, budget: int, dtype: torch.dtype = torch.float32,
+                     causal: bool = False) -> None:
+    need = naive_bytes(batch, heads, N, dtype, causal)
     if need > budget:
         raise InputError(f"naive attention at N = {N:,} needs {format_bytes(need)} for S and P, more than the "
                          f"{format_bytes(budget)} allowed here; the tiled and fused runs go on")
@@ -121,7 +128,7 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
             continue
         if name in (NAIVE, "SDPA math"):
             try:
-                check_naive_fits(batch, heads, N, naive_budget, dtype)
+                check_naive_fits(batch, heads, N, naive_budget, dtype, causal)
             except ValueError as error:
                 refused[name] = str(error)
                 continue

@@ -2,9 +2,12 @@
 import json
 
 import pytest
+import torch
 
 from engine.checkpoint_files import ModelFileError
 from engine.efficiency import records, sweep
+from engine.efficiency.flash import naive_attention
+from engine.efficiency.measure import peak_memory
 
 
 def test_sweep_measures_every_method_and_refuses_naive_past_its_budget():
@@ -26,9 +29,20 @@ def test_sweep_measures_every_method_and_refuses_naive_past_its_budget():
 def test_flops_and_naive_memory_by_hand():
     assert sweep.attention_flops(2, 3, 10, 4, False) == 4 * 2 * 3 * 100 * 4
     assert sweep.attention_flops(2, 3, 10, 4, True) == 2 * 2 * 3 * 100 * 4
-    import torch
     assert sweep.naive_bytes(1, 2, 100) == 2 * 100 * 100 * 8  # float32 S and P
-    assert sweep.naive_bytes(1, 1, 100, torch.bfloat16) == 100 * 100 * (4 + 4 + 2 + 2)
+    assert sweep.naive_bytes(1, 1, 100, torch.bfloat16) == 100 * 100 * (4 + 4 + 2)  # S, P in float32, P cast
+    assert sweep.naive_bytes(1, 2, 100, causal=True) == 2 * 100 * 100 * 8 + 100 * 100  # and one (N, N) bool mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_naive_estimate_is_the_measured_peak_up_to_the_output(dtype, causal):
+    B, H, d = 1, 3, 16
+    for N in (128, 384):  # the estimate's N² terms must match at both sizes; only O(N) terms may differ
+        Q, K, V = (torch.randn(B, H, N, d, dtype=dtype) for _ in range(3))
+        measured = peak_memory(lambda: naive_attention(Q, K, V, causal))
+        output = B * H * N * d * torch.promote_types(dtype, torch.float32).itemsize  # O, alive at the end
+        assert 0 <= measured - sweep.naive_bytes(B, H, N, dtype, causal) <= output, N
 
 
 def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):

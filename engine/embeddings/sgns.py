@@ -1,10 +1,19 @@
-"""Skip-gram with negative sampling (000 eq. 16) one pair at a time, compiled: the loop word2vec.c and
-gensim run, shared by word2vec and FastText (000 eq. 17-18).
+"""Skip-gram with negative sampling (000 eq. 16) one pair at a time, compiled, shared by word2vec and FastText
+(000 eq. 17-18): the per-pair SGD loop of word2vec.c and gensim, with two differences said below.
 
-A centre word enters through a list of input rows: its own row for word2vec; its own row and its n-grams'
-bucket rows for FastText, whose hidden vector is their mean as in fastText (eq. 17 writes the sum; the mean
-only rescales it). Each pair is one SGD step on log σ(u_o·h) + Σ_k log σ(−u_k·h): the gradient for h is
-added, whole, to every input row, as fastText and gensim do.
+The centre word c enters through a list of input rows and predicts each context word o, as the notes write
+P(o|c) and as fastText orders it: its own row for word2vec; its own row and its n-grams' bucket rows for
+FastText, whose hidden vector is their mean as in fastText (eq. 17 writes the sum; the mean only rescales
+it). Each pair is one SGD step on log σ(u_o·h) + Σ_k log σ(−u_k·h): the gradient for h is added, whole, to
+every input row, as fastText and gensim do. word2vec.c and gensim's skip-gram feed the other way round, the
+context word's input row predicting the centre. Both orders step each (input, target) pair of words with the
+same probability (its reach is drawn at one end or at the other), so the expected updates are the same; the
+centre-first order is the one FastText needs, whose input side is a word and its n-grams.
+
+Each centre's window is cut to a reach of 1..window words, as in word2vec.c, but drawn as
+(state >> 16) % window, the generator's high bits, where word2vec.c takes next_random % window: the low bits of
+a linear congruential generator cycle with a short period (the lowest alternates), so its draws of small
+windows are less random; the distribution of reaches is the same.
 
 Work is split into chunks of whole sentences (about CHUNK_WORDS words, gensim's job size); each chunk has
 its own random state and learning rate, so one worker gives the same vectors on every machine. Several

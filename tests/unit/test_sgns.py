@@ -124,3 +124,24 @@ def test_sentences_of_one_word_give_no_pair_and_a_message():
         sgns.train_epochs(np.zeros((5, 4), np.float32), np.zeros((5, 4), np.float32), np.arange(6), np.arange(5),
                           sentence % 5, sentence, np.ones(5), np.ones(5), window=2, negatives=1, epochs=2, lr=0.025,
                           min_lr=1e-4, seed=0)
+
+
+def test_each_centres_reach_is_drawn_from_the_generators_high_bits():
+    # one sentence of 12 words, window 5, no subsampling, no negatives: the only draws are the reaches, one per
+    # centre, reach = window − (state >> 16) % window (word2vec.c takes next_random % window, the low bits)
+    n, window, seed = 12, 5, 7
+    ids, sentence = np.arange(n), np.zeros(n, dtype=np.int64)
+    W_in, W_out = np.zeros((n, 4), np.float32), np.zeros((n, 4), np.float32)
+    _, pairs = sgns.train_chunk(W_in, W_out, np.arange(n + 1), np.arange(n), ids, sentence, 0, n, np.ones(n),
+                                *sgns.alias_table(np.ones(n)), window, 0, np.float32(0.025), seed)
+
+    def replayed(draw) -> int:
+        state, count = seed, 0
+        for a in range(n):
+            state = _lcg(state)
+            reach = window - draw(state) % window
+            count += min(n, a + reach + 1) - max(0, a - reach) - 1
+        return count
+
+    assert pairs == replayed(lambda state: state >> 16)
+    assert pairs != replayed(lambda state: state)  # the low bits would give other windows

@@ -2,24 +2,31 @@
 
 The fixtures are module-scoped: each browser-test module starts one app and one browser and kills both at its
 end (one server for all modules left a page running for good after other modules' tests twice in five
-runs). Helpers wait the way Streamlit's own e2e tests do.
+runs). The helpers live in benchmarks/browser.py, shared with the README's pictures (benchmarks.screenshots), and
+wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from google.protobuf.message import DecodeError
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, IDLE, Server
+from benchmarks.browser import (  # noqa: F401 (the browser-test modules import these from here)
+    assert_clean,
+    assert_no_exception,
+    chromium,
+    new_tab,
+    open_url,
+    save_screenshot,
+    settle,
+    wait_for_plots,
+)
+from benchmarks.load import CHROMIUM, Server
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_CHROMIUM = Path(CHROMIUM).exists()
 NO_CHROMIUM = f"{CHROMIUM} is missing (apt-get install -y chromium): the browser tests need it"
 SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"  # gitignored
-VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
 
 
 def pytest_configure(config):
@@ -50,50 +57,8 @@ def app_url():
 def browser():
     if not HAVE_CHROMIUM:
         pytest.skip(NO_CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
-
-
-class RunCounter:
-    """Counts the app's finished script runs in one tab from the server's own messages (a ForwardMsg
-    `script_finished`, read off the websocket), so a test waits for the run its action caused instead of
-    guessing with a pause. stApp's data-test-script-state cannot tell: React can commit running and
-    notRunning in one render, and a fast run never shows as running."""
-
-    def __init__(self, tab):
-        self.finished = 0
-        self.settled = 0
-        tab.on("websocket", lambda socket: socket.on("framereceived", self._frame))
-
-    def _frame(self, payload) -> None:
-        if isinstance(payload, str):
-            return
-        message = ForwardMsg()
-        try:
-            message.ParseFromString(payload)
-        except DecodeError:
-            return
-        if message.WhichOneof("type") == "script_finished" and \
-                message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:  # the rerun that replaced it counts
-            self.finished += 1
-
-
-def new_tab(browser, app_url: str, **context_options):
-    """A tab in a fresh context (own cookies, own Streamlit session) that counts the app's runs."""
-    context = browser.new_context(base_url=app_url, **{"viewport": VIEWPORT} | context_options)
-    context.set_default_timeout(30_000)
-    tab = context.new_page()
-    tab.runs = RunCounter(tab)  # on the tab: pytest imports this conftest under two module names
-    return tab
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
@@ -105,59 +70,6 @@ def page(browser, app_url):
         tab.context.close()
 
 
-def settle(tab) -> None:
-    """Wait until a script run has finished since the last settle (the action before this one caused it), the
-    browser has drawn what it sent (two animation frames), and the app is idle, as Streamlit's own e2e tests
-    wait. How fast a page is belongs to the benchmarks; here a slow run under load only waits longer."""
-    runs = tab.runs
-    deadline = time.monotonic() + RUN_S
-    while runs.finished <= runs.settled:
-        assert time.monotonic() < deadline, f"no script run finished within {RUN_S} s on {tab.url}"
-        tab.wait_for_timeout(20)  # lets playwright deliver the websocket's frames to the counter
-    tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
-    tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
-    runs.settled = runs.finished
-
-
-def open_url(tab, path: str) -> None:
-    tab.goto(path)
-    settle(tab)
-
-
-def assert_no_exception(tab) -> None:
-    errors = tab.locator("[data-testid='stException']")
-    assert errors.count() == 0, f"exception on {tab.url}:\n{errors.first.inner_text()}"
-    traceback = tab.get_by_text("Traceback")
-    assert traceback.count() == 0, f"'Traceback' on {tab.url}:\n{traceback.first.inner_text()[:2000]}"
-
-
-def assert_clean(tab, expected_warnings: tuple[str, ...] = ()) -> None:
-    """No exception, no st.error, and no warning other than ones containing an expected text."""
-    assert_no_exception(tab)
-    errors = tab.locator("[data-testid='stAlertContentError']").all_inner_texts()
-    assert not errors, f"st.error on {tab.url}: {errors}"
-    warnings = tab.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
-    unexpected = [w for w in warnings if not any(e in w for e in expected_warnings)]
-    assert not unexpected, f"unexpected warning on {tab.url}: {unexpected}"
-
-
-def wait_for_plots(tab) -> None:
-    """Plotly mounts lazily after the script finished: wait for the first chart to draw."""
-    tab.locator("[data-testid='stPlotlyChart'] .js-plotly-plot, .js-plotly-plot").first.wait_for(timeout=20_000)
-
-
-def screenshot(tab, name: str) -> None:
-    """The whole page. Streamlit scrolls inside `stMain`, not the document, so `full_page` alone stops at the
-    fold: grow the window to the content's height for the shot, then put it back."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    height = VIEWPORT["height"]
-    for _ in range(3):  # content can reflow once the window is taller
-        needed = tab.evaluate("() => Math.max(...['stMain', 'stSidebarContent'].map(id => "
-                              "document.querySelector(`[data-testid='${id}']`)?.scrollHeight ?? 0))")
-        if needed <= height:
-            break
-        height = min(int(needed) + 8, 16_000)
-        tab.set_viewport_size({"width": VIEWPORT["width"], "height": height})
-        tab.wait_for_timeout(300)
-    tab.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-    tab.set_viewport_size(VIEWPORT)
+def screenshot(tab, name: str, whole_page: bool = True) -> None:
+    """tests/e2e/screenshots/<name>.png: the whole page, or the window's first screen."""
+    save_screenshot(tab, SCREENSHOTS / f"{name}.png", whole_page)

@@ -11,10 +11,10 @@ import pytest
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
-    SCREENSHOTS,
     assert_no_exception,
     new_tab,
     open_url,
+    screenshot,
     settle,
     wait_for_plots,
 )
@@ -86,8 +86,7 @@ def test_lecture_mode_fits_every_page_on_a_1280_by_720_projector(tab_at):
         found = layout_problems(tab, info.slug, 720)
         if found:
             problems[info.slug] = found
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        tab.screenshot(path=str(SCREENSHOTS / f"lecture_{info.slug}.png"))  # the projector's first screen
+        screenshot(tab, f"lecture_{info.slug}", whole_page=False)  # the projector's first screen
     assert not problems, problems
 
 
@@ -95,7 +94,7 @@ def test_lecture_mode_fits_every_page_on_a_1280_by_720_projector(tab_at):
 def test_lecture_mode_at_1920_by_1080(tab_at, slug):
     tab = tab_at(1920, 1080)
     assert layout_problems(tab, slug, 1080) == []
-    tab.screenshot(path=str(SCREENSHOTS / f"lecture_1920_{slug}.png"))
+    screenshot(tab, f"lecture_1920_{slug}", whole_page=False)
 
 
 def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_the_toolbar_leaves_the_title(tab_at):
@@ -128,7 +127,7 @@ def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_the_toolbar_leaves
            * Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left));
     }""")
     assert overlap == 0, f"the toolbar covers {overlap} px² of the title"
-    tab.screenshot(path=str(SCREENSHOTS / "phone_kernel_regression.png"))
+    screenshot(tab, "phone_kernel_regression", whole_page=False)
 
 
 def move_slider(tab, name: str, key: str) -> None:
@@ -195,5 +194,5 @@ def test_a_box_on_the_home_map_opens_its_page(tab_at):
     settle(tab)
     assert tab.locator("h1").first.inner_text().strip() == "RoPE"
     open_url(tab, "/")
-    tab.screenshot(path=str(SCREENSHOTS / "home.png"), full_page=True)
+    screenshot(tab, "home")
     assert_no_exception(tab)

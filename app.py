@@ -22,7 +22,7 @@ for section, infos in pages_by_section().items():
     navigation[section] = [pages[info.slug] for info in infos]
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
 lecture_toggle()
-tour_bar(pages)
+tour_bar(pages, page)
 try:
     page.run()
 except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works

@@ -12,6 +12,7 @@ from ui.figures import LECTURE
 from ui.tours import BY_KEY, STOP_PARAM, TOUR_PARAM, TOURS, stop_params
 
 CLIENT_JS = (Path(__file__).parent / "client.js").read_text()
+TOUR_MOVED = "tour_moved"  # session state: the notice for a stop that was opened on another page
 # a row of columns that holds no figure, equation or metric: a row of controls
 CONTROL_ROW = ("[data-testid='stHorizontalBlock']:not(:has([data-testid='stPlotlyChart'], .katex-display, "
                "[data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stMetric']))")
@@ -57,9 +58,12 @@ def lecture_toggle() -> None:
     st.html(f"<script>{CLIENT_JS}</script>", unsafe_allow_javascript=True)
 
 
-def tour_bar(pages: dict[str, st.Page]) -> None:
+def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:
     """On a tour's stop: where it is, its note, and Previous and Next (PageUp and PageDown, as presenters'
-    clickers send them)."""
+    clickers send them). A stop opened on a page not its own (a stale or edited link) moves to its own page,
+    so a note never describes another page."""
+    if (moved := st.session_state.pop(TOUR_MOVED, None)) is not None:
+        st.toast(moved, icon=":material/route:")
     key, raw_stop = st.query_params.get(TOUR_PARAM), st.query_params.get(STOP_PARAM)
     if key is None:
         return
@@ -72,14 +76,21 @@ def tour_bar(pages: dict[str, st.Page]) -> None:
         return
     index = int(raw_stop) - 1
     lecture = lecture_requested()
+    stop = tour.stops[index]
+    if current.url_path != stop.slug:
+        st.session_state[TOUR_MOVED] = (f"Stop {index + 1} of the {tour.title} tour is {BY_SLUG[stop.slug].title}, "
+                                        f"not {current.title}: opened there.")
+        st.switch_page(pages[stop.slug], query_params=stop_params(tour, index, lecture))
     with st.container(border=True, key="tour_bar"):
-        note, back, forward = st.columns([8, 1.2, 1.2], vertical_alignment="center")
-        note.markdown(f"**Tour: {tour.title} · {index + 1} of {len(tour.stops)}.** {tour.stops[index].note}")
-        for column, label, shortcut, step in ((back, "Previous", "PageUp", -1), (forward, "Next", "PageDown", 1)):
-            target = index + step
-            if column.button(label, key=f"tour_{label}", shortcut=shortcut, width="stretch",
+        note, buttons = st.columns([3, 2], vertical_alignment="center")
+        note.markdown(f"**Tour: {tour.title} · {index + 1} of {len(tour.stops)}.** {stop.note}")
+        # each button as wide as its label and key hint: stretched to a narrow column, the label was cut to nothing
+        with buttons.container(horizontal=True, horizontal_alignment="right"):
+            for label, shortcut, step in (("Previous", "PageUp", -1), ("Next", "PageDown", 1)):
+                target = index + step
+                if st.button(label, key=f"tour_{label}", shortcut=shortcut, width="content",
                              disabled=not 0 <= target < len(tour.stops)):
-                st.switch_page(pages[tour.stops[target].slug], query_params=stop_params(tour, target, lecture))
+                    st.switch_page(pages[tour.stops[target].slug], query_params=stop_params(tour, target, lecture))
 
 
 def tour_links(pages: dict[str, st.Page]) -> None:

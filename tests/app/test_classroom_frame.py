@@ -22,8 +22,23 @@ def test_a_tour_stop_shows_its_note_and_next_opens_the_following_stop():
     assert at.title[0].value == BY_SLUG["rope"].title
     assert at.query_params["tour"] == "positions" and at.query_params["stop"] == "3"
     assert tour_note(at).startswith("**Tour: Positions · 3 of 4.**")
+    # a browser then runs the page st.switch_page opened; AppTest would run the page it last switched to
+    at.switch_page("views/rope.py").run()
     at.button(key="tour_Previous").click().run()
     assert at.title[0].value == BY_SLUG["sinusoidal"].title
+
+
+@pytest.mark.parametrize("opened_on", ["rope", None])  # another stop's page, the home page
+def test_a_stop_opened_on_another_page_moves_to_its_own(opened_on):
+    tour = BY_KEY["positions"]
+    at = open_page(opened_on, **stop_params(tour, 1, lecture=False))
+    if opened_on is None:
+        at.run()  # open_page set the URL after the home page's first run
+    assert_clean(at)
+    assert at.title[0].value == BY_SLUG["sinusoidal"].title  # stop 2's page, not the page the link named
+    assert tour_note(at) == f"**Tour: Positions · 2 of 4.** {tour.stops[1].note}"
+    assert at.query_params["tour"] == "positions" and at.query_params["stop"] == "2"
+    assert any("Stop 2 of the Positions tour is Sinusoidal encoding" in toast.value for toast in at.toast)
 
 
 def test_the_ends_of_a_tour_cannot_be_passed():

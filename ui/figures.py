@@ -49,6 +49,9 @@ def lecture_mode() -> bool:
 def style(fig: go.Figure, title: str, height: int) -> go.Figure:
     big = lecture_mode()
     title_size = 24 if big else 16
+    # make_subplots' titles are annotations just above each plot: they need the same room under the toolbar
+    headed = bool(title) or any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1
+                                for a in fig.layout.annotations)
     fig.update_layout(
         # the title sits just above the plot, under the band plotly's toolbar takes at the top of the figure, so
         # the toolbar (always shown on touch screens) never covers it
@@ -56,7 +59,7 @@ def style(fig: go.Figure, title: str, height: int) -> go.Figure:
                    yanchor="bottom", pad=dict(b=8)),
         font=dict(size=20 if big else 13),
         height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
-        margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if title else TOOLBAR_PX, b=10),
+        margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if headed else TOOLBAR_PX, b=10),
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
         dragmode=False,
     )

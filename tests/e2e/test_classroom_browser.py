@@ -37,6 +37,18 @@ LAYOUT = """(figure) => {
           figureTop: first ? first.getBoundingClientRect().top : null, overflowing, cutTitles};
 }"""
 MAIN_SCROLL = "document.querySelector(\"[data-testid='stMain']\").scrollTop"
+# px² of a plot's titles (its own and make_subplots' titles above each plot) under its toolbar; null if no toolbar
+TOOLBAR_OVER_TITLES = """(plot) => {
+  const bar = plot.querySelector('.modebar');
+  if (!bar) return null;
+  const a = bar.getBoundingClientRect();
+  return Array.from(plot.querySelectorAll('.gtitle, .infolayer .annotation')).map(t => t.getBoundingClientRect())
+    .reduce((sum, b) => sum + Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top))
+                              * Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)), 0);
+}"""
+# a button whose label is cut to nothing: its text box has no width, or is narrower than its text
+CUT_LABELS = """(buttons) => buttons.map(b => b.querySelector("[data-testid='stMarkdownContainer']"))
+  .filter(label => label.clientWidth === 0 || label.scrollWidth > label.clientWidth + 1).map(label => label.textContent)"""
 
 
 def query(tab) -> dict[str, list[str]]:
@@ -116,18 +128,25 @@ def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_the_toolbar_leaves
     tab.wait_for_timeout(800)
     assert tab.evaluate(MAIN_SCROLL) - before > 100, "a swipe over the chart did not scroll the page"
 
-    tab.locator(".js-plotly-plot").first.tap()  # a touch shows plotly's toolbar
+    plot = tab.locator(".js-plotly-plot").first
+    plot.tap()  # a touch shows plotly's toolbar
     tab.wait_for_timeout(300)
-    overlap = tab.evaluate("""() => {
-      const plot = document.querySelector('.js-plotly-plot');
-      const bar = plot.querySelector('.modebar'), title = plot.querySelector('.gtitle');
-      if (!bar || !title) return null;
-      const a = bar.getBoundingClientRect(), b = title.getBoundingClientRect();
-      return Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top))
-           * Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left));
-    }""")
+    overlap = plot.evaluate(TOOLBAR_OVER_TITLES)
     assert overlap == 0, f"the toolbar covers {overlap} px² of the title"
     screenshot(tab, "phone_kernel_regression", whole_page=False)
+
+
+def test_on_a_phone_the_toolbar_leaves_subplot_titles_alone(tab_at):
+    tab = tab_at(390, 844, touch=True)
+    open_url(tab, "/flash_attention")
+    wait_for_plots(tab)
+    plot = tab.locator(".js-plotly-plot").filter(has_text="Tiles of S").first  # two plots, a title above each
+    plot.scroll_into_view_if_needed()
+    plot.tap()
+    tab.wait_for_timeout(300)
+    overlap = plot.evaluate(TOOLBAR_OVER_TITLES)
+    assert overlap == 0, f"the toolbar covers {overlap} px² of the subplot titles"
+    screenshot(tab, "phone_flash_attention", whole_page=False)
 
 
 def move_slider(tab, name: str, key: str) -> None:
@@ -171,6 +190,8 @@ def test_a_tour_is_walked_with_page_down_and_page_up(tab_at):
     tab.wait_for_url(re.compile(r"/permutation\?.*stop=1"))
     settle(tab)
     assert "Tour: Positions · 1 of 4." in tab.locator(".st-key-tour_bar").inner_text()
+    buttons = tab.locator(".st-key-tour_bar button")
+    assert buttons.count() == 2 and buttons.evaluate_all(CUT_LABELS) == []  # "Previous", "Next", not only the keys
     # a presenter presses the key once the page has drawn: before that (the script done, plotly still loading)
     # Streamlit has not yet bound the buttons' shortcuts and the browser scrolls instead, 4 times in 6
     wait_for_plots(tab)

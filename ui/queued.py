@@ -1,0 +1,72 @@
+"""A heavy action on a page, through the server's one line of jobs (ui/jobs.py): the session's place and an
+estimate while it waits, then a progress bar, then the result.
+
+The waiting happens in the page's own script run, which redraws the bar about twice a second. Each redraw is
+where Streamlit ends a run that a student's rerun (another control, Stop) or their leaving has cancelled, so the
+session leaves the job there: a job nobody waits for any more is dropped from the line, or stopped. Pages that
+run no job never wait: the line holds jobs, not sessions' reruns.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from engine.errors import InputError
+from ui.jobs import Job, JobQueue, Report, place_text
+
+TICK = 0.5  # seconds between redraws of the place or the progress
+
+
+class JobFailed(RuntimeError):
+    """A job raised something other than bad input: its waiters are told, no one else."""
+
+
+@st.cache_resource(show_spinner=False)
+def server_queue() -> JobQueue:
+    """The one line of heavy jobs of this server process, its bounds from HOW_LMS_JOBS and HOW_LMS_QUEUE."""
+    return JobQueue()
+
+
+def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, estimate: float | None = None,
+        show: Callable[[Any], None] | None = None) -> Any:
+    """work(report) run by the server's line of jobs, shared with every session asking for the same (kind, key);
+    its result, once done. `what` names it in messages ("Training"). While it waits the bar shows its place;
+    while it runs the fraction and text of its last report, and show(partial) draws the partial result (a loss
+    curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) is raised again
+    here for page.guard; a full line raises QueueFull, an InputError too; any other failure raises JobFailed."""
+    session = get_script_run_ctx().session_id
+    queue = server_queue()
+    job = queue.submit(session, kind, key, work, estimate)
+    bar, drawn, first = st.empty(), None, True
+    try:
+        while not job.done.wait(0 if first else TICK):
+            first = False
+            position, seconds = queue.place(job)
+            progress = job.progress
+            if position:
+                bar.progress(0.0, text=f"{what}: {place_text(position, seconds)}. Changing a control leaves "
+                                       "the line.")
+            else:
+                bar.progress(min(max(progress.fraction, 0.0), 1.0), text=progress.text or f"{what}…")
+            if show is not None and progress.partial is not None and progress is not drawn:
+                show(progress.partial)  # each report is a new Progress, even when its partial is the same object
+            drawn = progress
+    finally:
+        queue.leave(session, job)
+    bar.empty()
+    return outcome(job, what)
+
+
+def outcome(job: Job, what: str) -> Any:
+    """The finished job's result, or its failure raised in this session alone."""
+    if job.state == "failed":
+        if isinstance(job.error, InputError):
+            raise type(job.error)(str(job.error))  # a fresh copy: each waiter's thread raises its own
+        raise JobFailed(f"{what} failed on the server ({type(job.error).__name__}: {job.error}). Other "
+                        "students' work goes on; press the button again to retry.") from job.error
+    if job.state == "dropped":
+        raise InputError(f"{what} was taken out of the line as the server shut it down: press the button again.")
+    return job.result

@@ -1,0 +1,225 @@
+"""A simulated class on one server (or a proxy in front of several): Locust users that speak Streamlit's
+websocket protocol (benchmarks/protocol.py), so hundreds of students fit on this machine without a browser each.
+
+Each student arrives within the arrival window, opens a page from a realistic mix (every tour stop with its
+controls, and every page's default view), then every think time (exponential, mean 10 s) changes one control of
+that page to another valid value, as the browser sends it, and waits for the run to finish. Recorded per class
+size: time to the first complete run (p50/p95/p99), interaction latency (p50/p95/p99), errors (an exception on
+the page, a dropped connection, a run that never finishes) and the server's CPU and resident memory over time.
+
+Targets (issue 28): on a warm server the class opens its first pages with p95 <= 3 s; one server holds 100
+students with p95 <= 1 s and 0 errors. Only loopback addresses are used; every phase is bounded in time.
+Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501]
+"""
+from __future__ import annotations
+
+from locust import User, between, task  # first: gevent patches sockets before anything opens one
+from locust.env import Environment
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+from importlib.metadata import version  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import gevent  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks import finish, smollm_present  # noqa: E402
+from benchmarks.load import Server  # noqa: E402
+from benchmarks.protocol import RunFailed, Session  # noqa: E402
+from ui.catalog import PAGES  # noqa: E402
+from ui.tours import TOURS, stop_params  # noqa: E402
+
+THINK_MEAN_S = 10.0
+ARRIVAL_S = 60  # the class opens the link within a minute
+RUN_S = 120  # a run that takes longer never finished
+SKIPPED_KEYS = {"lecture"}  # the frame's own switch: not a page's control
+TARGETS = {"open_p95_s": 3.0, "change_p95_s": 1.0, "errors": 0}
+
+
+def entry_points() -> list[tuple[str, dict[str, str]]]:
+    """Where students arrive: every tour stop with its controls, and every page's default view."""
+    stops = [(stop.slug, stop_params(tour, i, lecture=False)) for tour in TOURS for i, stop in enumerate(tour.stops)]
+    return stops + [(info.slug, {}) for info in PAGES]
+
+
+def another_value(widget, rng: random.Random):
+    """A valid value of a slider, select box or toggle other than its current one; None for other controls."""
+    proto = widget.proto
+    if widget.kind == "slider" and not proto.options and len(proto.default) == 1:
+        steps = round((proto.max - proto.min) / proto.step) if proto.step else 0
+        return proto.min + rng.randint(0, steps) * proto.step if steps else None
+    if widget.kind == "selectbox" and len(proto.options) > 1:
+        return rng.choice(list(proto.options))
+    if widget.kind == "checkbox":
+        return rng.random() < 0.5
+    return None
+
+
+class Student(User):
+    """One student: opens a page, then moves its controls."""
+    wait_time = between(0, 0)  # replaced per class by think(); Locust needs a value at class creation
+    abstract = True
+
+    def on_start(self) -> None:
+        self.rng = random.Random(id(self))
+        self.session = Session(self.host, timeout_s=RUN_S)
+        self.page, query = self.rng.choice(entry_points())
+        self._record("open", self.page, lambda: self.session.open(self.page, query))
+
+    @task
+    def move_a_control(self) -> None:
+        if not self.session.connected:  # as the browser does after a dropped connection: its URL again
+            self._record("reopen", self.page, lambda: self.session.open(self.page, self.session.query))
+            return
+        choices = [(key, w) for key, w in self.session.widgets.items() if key not in SKIPPED_KEYS]
+        self.rng.shuffle(choices)
+        for key, widget in choices:
+            value = another_value(widget, self.rng)
+            if value is not None:
+                self._record("change", self.page, lambda: self.session.change(key, value))
+                return
+
+    def on_stop(self) -> None:
+        self.session.close()
+
+    def _record(self, kind: str, page: str, action) -> None:
+        start = time.perf_counter()
+        error, length = None, 0
+        try:
+            run = action()
+            length = run.received_bytes
+            if run.exceptions:
+                error = RuntimeError(f"exception on the page: {run.exceptions[0][:200]}")
+        except RunFailed as failure:  # the session closed its connection; the next task opens the page again
+            error = failure
+        self.environment.events.request.fire(request_type=kind, name=page, response_length=length, exception=error,
+                                             response_time=1000 * (time.perf_counter() - start), context={})
+
+
+def think() -> float:
+    return random.expovariate(1 / THINK_MEAN_S)
+
+
+class ServerSampler:
+    """CPU (in cores) and RSS of the server process, every second, while the class runs."""
+
+    def __init__(self, server: Server | None):
+        self.server, self.samples, self._greenlet = server, [], None
+
+    def __enter__(self):
+        if self.server is not None:
+            self._greenlet = gevent.spawn(self._run)
+        return self
+
+    def _run(self) -> None:
+        last_cpu, last_time = self.server.cpu_s(), time.monotonic()
+        while True:
+            gevent.sleep(1.0)
+            cpu, now = self.server.cpu_s(), time.monotonic()
+            self.samples.append({"t": round(now, 1), "cores": round((cpu - last_cpu) / (now - last_time), 2),
+                                 "rss_mb": round(self.server.rss_mb(), 1)})
+            last_cpu, last_time = cpu, now
+
+    def __exit__(self, *exc) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill()
+
+
+def percentiles(entry) -> dict:
+    if entry is None or entry.num_requests == 0:
+        return {"count": 0}
+    return {"count": entry.num_requests, "errors": entry.num_failures,
+            **{f"p{p}_s": round(entry.get_response_time_percentile(p / 100) / 1000, 3) for p in (50, 95, 99)}}
+
+
+def one_class(url: str, size: int, steady_s: float, server: Server | None, arrival_s: float = ARRIVAL_S) -> dict:
+    """size students arriving over arrival_s, then steady_s of control changes; latencies and server load."""
+    student = type("Student", (Student,), {"wait_time": staticmethod(lambda: think()), "host": url,
+                                            "abstract": False})
+    env = Environment(user_classes=[student])
+    runner = env.create_local_runner()
+    with ServerSampler(server) as sampler:
+        runner.start(size, spawn_rate=size / arrival_s)
+        gevent.sleep(arrival_s + 5)
+        arrived = percentiles(_merged(env, "open"))
+        env.stats.reset_all()
+        gevent.sleep(steady_s)
+        changed = _merged(env, "change")
+        errors = {str(e.error)[:160]: e.occurrences for e in env.stats.errors.values()}
+        runner.quit()
+    cores = [s["cores"] for s in sampler.samples]
+    result = {"students": size, "open": arrived, "change": percentiles(changed), "errors": errors,
+              "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
+                         "cores_max": max(cores, default=None),
+                         "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),
+                         "samples": sampler.samples}}
+    print(f"{size:>4} students: open p95 {arrived.get('p95_s')} s; change p50 {result['change'].get('p50_s')} "
+          f"p95 {result['change'].get('p95_s')} p99 {result['change'].get('p99_s')} s over "
+          f"{result['change'].get('count', 0)} changes; errors {sum(errors.values())}; server "
+          f"{result['server']['cores_mean']} cores mean, {result['server']['rss_mb_max']} MiB max")
+    return result
+
+
+def _merged(env: Environment, kind: str):
+    """All pages' entries of one request type as one (Locust keeps one entry per name)."""
+    from locust.stats import StatsEntry
+    total = StatsEntry(env.stats, kind, kind)
+    for (name, method), entry in env.stats.entries.items():
+        if method == kind:
+            total.extend(entry)
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="25,50,100,150,200", help="class sizes, one run each")
+    parser.add_argument("--steady", type=float, default=60.0, help="seconds of control changes per class")
+    parser.add_argument("--arrival", type=float, default=ARRIVAL_S, help="seconds over which a class arrives")
+    parser.add_argument("--url", default="", help="an already running server or proxy (default: start one)")
+    parser.add_argument("--name", default="class_size", help="results file name")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    server = None if args.url else Server(ROOT / "app.py", ROOT)
+    url = args.url or server.url
+    try:
+        warm = Session(url, timeout_s=600)
+        start = time.perf_counter()
+        for slug, query in entry_points():  # a class finds a server that has been up: every default view cached
+            warm.open(slug, query)
+        warm.close()
+        print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
+        classes = [one_class(url, size, args.steady, server, args.arrival) for size in sizes]
+    finally:
+        if server is not None:
+            server.stop()
+    within = [c for c in classes if c["change"].get("p95_s", 99) <= TARGETS["change_p95_s"]
+              and not c["errors"]]
+    knee = max((c["students"] for c in within), default=0)
+    result = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "versions": {"python": platform.python_version(), "streamlit": version("streamlit"),
+                     "locust": version("locust")},
+        "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against "
+                  f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, warmed first; "
+                  f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, then for "
+                  f"{args.steady:.0f} s every student changes one slider, select box or toggle to another valid "
+                  f"value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
+        "targets": TARGETS, "smollm_present": smollm_present(), "classes": classes,
+        "largest_class_within_1s_p95": knee,
+    }
+    print(f"largest class with change p95 <= {TARGETS['change_p95_s']} s and no errors: {knee}")
+    failures = [] if knee >= 100 else [f"largest class within targets {knee} < 100"]
+    return finish(args.name, result, failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""One Streamlit session spoken over Streamlit's own websocket protocol, without a browser, so that hundreds of
+simulated students fit on one machine (benchmarks/class_size.py).
+
+The client does what the browser's frontend does on the wire: it opens /_stcore/stream with the subprotocol
+"streamlit", asks for a page with a BackMsg `rerun_script` (the page's name and the URL's query string), reads
+ForwardMsgs until `script_finished`, and keeps the widgets the run drew. A control change is another
+`rerun_script` with the new widget state and the URL the frontend would show (every control here is bound to
+the URL), a button press a trigger. Messages the server marks cacheable are remembered and reported back by
+hash, as the browser's message cache does, so the server sends references for what the client already holds.
+
+Synchronous on purpose (websocket-client): Locust runs it in gevent greenlets, the tests in plain threads.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode, urlsplit
+
+import websocket
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+CONTROLS = ("slider", "selectbox", "checkbox", "number_input", "text_input", "text_area", "radio", "button")
+FINISHED = ForwardMsg.ScriptFinishedStatus.Name
+
+
+class RunFailed(Exception):
+    """The run never finished: the connection dropped or the time ran out."""
+
+
+@dataclass
+class Widget:
+    id: str
+    key: str  # the URL parameter it is bound to, else its user key ("" if none)
+    kind: str  # the Element field: "slider", "selectbox", "checkbox" (toggles too), "button", …
+    proto: object  # the element's own message: options, bounds, defaults
+
+
+@dataclass
+class Run:
+    """One script run as the client saw it."""
+    seconds: float  # from sending the request to `script_finished`
+    status: str  # "FINISHED_SUCCESSFULLY", …
+    exceptions: list[str]  # the messages of exception elements drawn
+    widgets: dict[str, Widget]  # by key, the controls the run drew
+    texts: list[str]  # markdown, headings, captions and alerts, in order (for tests)
+    received_bytes: int
+
+
+@dataclass
+class Session:
+    """A browser tab's session: `open` a page, then `change` controls and `press` buttons."""
+    base_url: str  # "http://127.0.0.1:8501"
+    timeout_s: float = 120.0  # the longest one run may take before it counts as never finished
+    cookie: str = ""  # sent with the upgrade (a sticky proxy's cookie)
+    page_hash: str = ""
+    query: dict[str, str] = field(default_factory=dict)
+    widgets: dict[str, Widget] = field(default_factory=dict)
+    states: dict[str, WidgetState] = field(default_factory=dict)  # by widget id: what this tab has set
+    _cache: dict[str, ForwardMsg] = field(default_factory=dict)  # cacheable messages by hash, as the browser keeps
+    _socket: websocket.WebSocket | None = None
+
+    def connect(self) -> None:
+        parts = urlsplit(self.base_url)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        self._socket = websocket.create_connection(
+            f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream", subprotocols=["streamlit"],
+            timeout=self.timeout_s, cookie=self.cookie or None, enable_multithread=False)
+
+    @property
+    def connected(self) -> bool:
+        return self._socket is not None
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def open(self, page: str, query: dict[str, str] | None = None) -> Run:
+        """The first run of `page` (its url path, "" for the home page) with `query` in the URL."""
+        if self._socket is None:
+            self.connect()
+        self.query, self.states, self.page_hash = dict(query or {}), {}, ""
+        return self._rerun(page_name=page)
+
+    def change(self, key: str, value) -> Run:
+        """Set the control bound to `key` to `value` (a number, an option's label, True/False, text)."""
+        widget = self.widgets[key]
+        state = WidgetState(id=widget.id)
+        if widget.kind == "slider":
+            state.double_array_value.data[:] = [float(value)]
+        elif widget.kind == "checkbox":
+            state.bool_value = bool(value)
+        elif widget.kind == "number_input":
+            state.double_value = float(value)
+        else:  # selectbox, radio, text: the option's label or the text itself
+            state.string_value = str(value)
+        self.states[widget.id] = state
+        if widget.key:
+            self.query[widget.key] = _url_value(value)
+        return self._rerun()
+
+    def press(self, key: str) -> Run:
+        """Click the button with user key `key`: a trigger, true for this run only, as the browser sends it."""
+        state = WidgetState(id=self.widgets[key].id, trigger_value=True)
+        others = [s for s in self.states.values() if s.id != state.id]
+        return self._rerun(extra=[*others, state], keep=False)
+
+    def _rerun(self, page_name: str = "", extra: list[WidgetState] | None = None, keep: bool = True) -> Run:
+        message = BackMsg()
+        client = message.rerun_script
+        client.query_string = urlencode(self.query)
+        client.page_script_hash = self.page_hash
+        client.page_name = page_name
+        client.widget_states.widgets.extend(extra if not keep else self.states.values())
+        client.cached_message_hashes.extend(self._cache)
+        start = time.perf_counter()
+        try:
+            self._socket.send_binary(message.SerializeToString())
+            return self._read_run(start)
+        except (websocket.WebSocketException, OSError) as error:
+            self.close()
+            raise RunFailed(f"{type(error).__name__}: {error}") from error
+
+    def _read_run(self, start: float) -> Run:
+        widgets: dict[str, Widget] = {}
+        exceptions, texts, received = [], [], 0
+        while True:
+            frame = self._socket.recv()
+            received += len(frame)
+            message = ForwardMsg()
+            message.ParseFromString(frame)
+            kind = message.WhichOneof("type")
+            if kind == "ref_hash":
+                message = self._cache.get(message.ref_hash, message)
+                kind = message.WhichOneof("type")
+            elif message.metadata.cacheable and message.hash:
+                self._cache[message.hash] = message
+            if kind == "new_session":
+                self.page_hash = message.new_session.page_script_hash or self.page_hash
+            elif kind == "navigation":
+                self.page_hash = message.navigation.page_script_hash or self.page_hash
+            elif kind == "page_not_found":
+                texts.append(f"page not found: {message.page_not_found.page_name}")
+            elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                _read_element(message.delta.new_element, widgets, exceptions, texts)
+            elif kind == "script_finished":
+                status = FINISHED(message.script_finished)
+                if status == "FINISHED_EARLY_FOR_RERUN":  # the page asked for a rerun: wait for that one
+                    continue
+                self.widgets = widgets or self.widgets
+                return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received)
+
+
+def _read_element(element, widgets: dict[str, Widget], exceptions: list[str], texts: list[str]) -> None:
+    kind = element.WhichOneof("type")
+    if kind in CONTROLS:
+        proto = getattr(element, kind)
+        key = getattr(proto, "query_param_key", "") or proto.id.rsplit("-", 1)[-1]
+        widgets[key] = Widget(proto.id, key, kind, proto)
+    elif kind == "exception":
+        exceptions.append(f"{element.exception.type}: {element.exception.message}")
+    elif kind in ("markdown", "heading", "alert"):
+        texts.append(getattr(element, kind).body)
+
+
+def _url_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

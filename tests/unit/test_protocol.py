@@ -1,0 +1,73 @@
+"""The simulated class's protocol client (benchmarks/protocol.py) against a small app served by `streamlit run`:
+what it reads back must be what the app computed for the controls it set."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.load import Server
+from benchmarks.protocol import Session
+
+SMALL_APP = '''import streamlit as st
+st.title("Small")
+x = st.slider("x", 0, 10, 3, key="x", bind="query-params")
+kind = st.selectbox("kind", ["dot", "additive"], key="kind", bind="query-params")
+on = st.toggle("on", key="on", bind="query-params")
+if st.button("Go", key="go"):
+    st.markdown("pressed")
+if x == 9:
+    raise ValueError("nine is refused")
+st.markdown(f"x={x} kind={kind} on={on} squared={x * x}")
+'''
+
+
+@pytest.fixture(scope="module")
+def small_app(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("small_app")
+    (folder / "app.py").write_text(SMALL_APP)
+    server = Server(folder / "app.py", Path(folder))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_the_client_opens_a_page_with_its_url_and_reads_the_run(small_app):
+    session = Session(small_app, timeout_s=60)
+    try:
+        run = session.open("", {"x": "5", "kind": "additive"})
+        assert run.status == "FINISHED_SUCCESSFULLY" and not run.exceptions
+        assert "x=5 kind=additive on=False squared=25" in run.texts
+        assert {"x", "kind", "on", "go"} <= set(run.widgets)
+        assert run.widgets["x"].kind == "slider" and list(run.widgets["kind"].proto.options) == ["dot", "additive"]
+    finally:
+        session.close()
+
+
+def test_control_changes_and_presses_rerun_with_every_value_set_so_far(small_app):
+    session = Session(small_app, timeout_s=60)
+    try:
+        session.open("")
+        assert "x=7 kind=dot on=False squared=49" in session.change("x", 7).texts
+        assert "x=7 kind=additive on=False squared=49" in session.change("kind", "additive").texts
+        assert "x=7 kind=additive on=True squared=49" in session.change("on", True).texts
+        assert session.query == {"x": "7", "kind": "additive", "on": "true"}  # the URL the browser would show
+        pressed = session.press("go")
+        assert pressed.texts[-2:] == ["pressed", "x=7 kind=additive on=True squared=49"]
+        assert "pressed" not in session.change("x", 2).texts  # a trigger lasts one run
+        refused = session.change("x", 9)
+        assert refused.exceptions == ["ValueError: nine is refused"]
+    finally:
+        session.close()
+
+
+def test_two_sessions_keep_their_own_controls(small_app):
+    first, second = Session(small_app, timeout_s=60), Session(small_app, timeout_s=60)
+    try:
+        first.open(""), second.open("")
+        first.change("x", 1)
+        assert "x=8 kind=dot on=False squared=64" in second.change("x", 8).texts
+        assert "x=1 kind=dot on=True squared=1" in first.change("on", True).texts
+    finally:
+        first.close(), second.close()

@@ -1,18 +1,23 @@
 """Training on a page, shared by the word2vec and GloVe pages: Train and Stop, a progress bar and a live loss
 curve, the last model kept in the session; the neighbours of a few words; a checkpoint's stored scores.
 
-Stop is an ordinary button: pressing it reruns the page, which ends the run in progress at its next report.
-Each report has already put the model so far in the session, so the rerun shows it, "stopped at n%".
+Training is a job of the server's line of heavy work (ui/jobs.py): two students pressing Train on the same
+settings share one run. Stop is an ordinary button: pressing it reruns the page, which leaves the job (and so
+does any other control); a run nobody waits for stops at its next report. Each report has already put the model
+so far in the session, so the rerun shows it, "stopped at n%".
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import WordVectors
+from ui import queued
 from ui.tables import neighbour_table
 
 
@@ -33,27 +38,41 @@ def buttons() -> bool:
     return start
 
 
-def run(key: str, settings: Any, train: Callable[[Callable[[Any], bool]], Any], describe: Callable[[Any], str],
-        **curve: str) -> None:
-    """train(report) under a progress bar and a live loss curve. Each report keeps (settings, model so far) in
-    st.session_state[key]; a run that fails on bad input (a ValueError) leaves no half-trained model there.
-    The progress objects carry .fraction, .losses and .model; describe(progress) is the bar's text."""
-    bar, chart = st.progress(0.0, text="Preparing the corpus…"), st.empty()
+def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any], bool]], Any],
+        describe: Callable[[Any], str], estimate: float, reads: Hashable = None, **curve: str) -> None:
+    """train(on_progress) as a job of the server's line (ui/queued.py), shared with every session training the
+    same settings: its place while it waits, then a progress bar and a live loss curve. Each report keeps
+    (settings, model so far) in st.session_state[key]; a run that fails leaves no half-trained model there.
+    The progress objects carry .fraction, .losses and .model; describe(progress) is the bar's text. settings and
+    `reads` (the corpus, where settings do not name it) are the job's key: together, everything train reads.
+    estimate: seconds, until a run of this kind has been timed on the server."""
+    chart, latest = None, None  # the live curve's place is made under the job's bar, at its first report
 
-    def report(progress) -> bool:
-        st.session_state[key] = (settings, progress.model)
-        bar.progress(progress.fraction, text=f"{describe(progress)} · Stop to keep the model so far")
-        loss_curve(chart, progress.losses, **curve)
-        return True
+    def work(report) -> Any:
+        return train(lambda p: report(p.fraction, f"{describe(p)} · Stop to keep the model so far", p.model))
+
+    def show(model) -> None:
+        nonlocal chart, latest
+        if chart is None:
+            chart = st.empty()
+        latest = model
+        st.session_state[key] = (settings, model)
+        loss_curve(chart, model.losses, **curve)
 
     try:
-        model = train(report)
-    except ValueError:
+        model = queued.run(kind, repr((settings, reads)), work, "Training", estimate, show)
+    except ScriptControlException:  # Stop, another control, or the student left: keep the model so far
+        if latest is not None and latest.fraction_done < 1:
+            # the run may go on for another session that trains the same settings: keep a copy it cannot move
+            st.session_state[key] = (settings, copy.deepcopy(latest))
+        raise
+    except Exception:
         st.session_state.pop(key, None)
         raise
     st.session_state[key] = (settings, model)
-    bar.progress(1.0, text=f"Finished in {model.seconds:.1f} s")
-    chart.empty()  # the finished curve is drawn below with the model
+    if chart is not None:
+        chart.empty()  # the finished curve is drawn below with the model
+    st.progress(1.0, text=f"Finished in {model.seconds:.1f} s")
 
 
 def state(model) -> str:

@@ -67,10 +67,10 @@ with page.guard():
     st.caption(f"{source}: {counts.words:,} words, {len(counts.vocab):,} in the vocabulary, X with {counts.X.nnz:,} "
                f"nonzero entries (window {window}, 1/d); an epoch visits each once. Mean f(X_ij) {weights.mean():.3f}.")
     if start:
-        training.run(RESULT, (source, window, config),
+        training.run("glove", RESULT, (source, window, config),
                      lambda report: train(counts.X, counts.vocab, config, on_progress=report, reports=25),
                      lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.entries_per_second:,.0f} entries/s",
-                     label="J per nonzero X_ij", x_label="epoch")
+                     estimate=10.0, label="J per nonzero X_ij", x_label="epoch")
 
 rows = {}
 result = st.session_state.get(RESULT)

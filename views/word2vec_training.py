@@ -32,6 +32,7 @@ epochs = page.slider("Epochs", "epochs", 1, 20, 15, where=c3)
 min_count = page.slider("Minimum count", "min_count", 1, 20, 5, where=c4)
 subsample = page.toggle("Subsample", "sample", True, where=c5, help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
 
+pasted = ""
 if source == "pasted":
     pasted = st.text_area("Your corpus (one sentence or paragraph per line)", max_chars=200_000, key="w2v_paste",
                           placeholder="Paste a few thousand words of text…")
@@ -75,8 +76,10 @@ with page.guard():
                "10 s on one core and give neighbours like minister → prime, foreign, affairs; at 5 epochs the "
                "vectors have barely moved apart and every neighbour sits at cosine ≈ 0.99.")
     if start:
-        training.run(RESULT, config, lambda report: train(sentences, config, on_progress=report, reports=25),
-                     lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.words_per_second:,.0f} words/s")
+        training.run("word2vec", RESULT, config,
+                     lambda report: train(sentences, config, on_progress=report, reports=25),
+                     lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.words_per_second:,.0f} words/s",
+                     estimate=10.0, reads=(source, pasted))
 result = st.session_state.get(RESULT)
 if result is not None:
     trained_config, model = result

@@ -10,7 +10,9 @@ from engine.decoding.search import Pruning, SearchTree, search
 from engine.llm import generation, heads, inspection
 from engine.llm.smollm import SmolLM
 from engine.llm.tokenizer import visible
+from engine.positions.rope import PAIRINGS
 from engine.transformer.kv_cache import CacheGrowth, cache_growth
+from ui.jobs import Report
 
 SHORT_PROMPT = "The cat sat on the mat because it was tired."  # 11 tokens: every head's map is readable
 SHORT_TOKENS = 32  # a short prompt's tokens at most: its maps stay readable and its forward pass quick
@@ -74,3 +76,39 @@ def inside_view(ids: tuple[int, ...], _lm: SmolLM) -> dict:
     top = next_probs.topk(12)
     return {"attentions": inside.attentions.numpy(), "next_ids": top.indices.tolist(),
             "next_probs": top.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}
+
+
+@st.cache_resource(show_spinner=False)
+def perplexities() -> dict[str, dict[tuple[str, float], generation.Perplexity]]:
+    """The SmolLM2 page's texts scored four ways (two pairings, two bases), shared by the server: the 16 latest."""
+    return {}
+
+
+def score(lm: SmolLM, text: str, report: Report) -> dict[tuple[str, float], generation.Perplexity]:
+    """The job that fills perplexities() (ui/queued.py): four forward passes over the text, reported one by one."""
+    ways = [(pairing, base) for pairing in PAIRINGS for base in (lm.config.rope_base, 10000.0)]
+    scored = {}
+    for done, (pairing, base) in enumerate(ways):
+        report(done / len(ways), f"Scoring the text with {pairing} pairs, base {base:,.0f}")
+        scored[(pairing, base)] = generation.perplexity(lm, text, base, pairing)
+    return scored
+
+
+@st.cache_resource(show_spinner=False)
+def generations() -> dict[tuple, list[generation.Generated]]:
+    """The SmolLM2 page's finished generations by prompt and settings, shared by the server: a class pressing
+    Generate on the same settings reads the first one's answer instead of recomputing it."""
+    return {}
+
+
+def generate(lm: SmolLM, settings: tuple, report: Report) -> list[generation.Generated] | None:
+    """The job behind the SmolLM2 page's Generate (ui/queued.py): tokens streamed into the report; None if every
+    student waiting for it left."""
+    ids, temperature, top_k, top_p, n_new, seed = settings
+    steps = []
+    for step in generation.stream(lm, list(ids), n_new, temperature, top_k or None, None if top_p >= 1 else top_p,
+                                  seed):
+        steps.append(step)
+        if not report(len(steps) / n_new, f"Generating: token {len(steps)} of at most {n_new}", list(steps)):
+            return None
+    return steps

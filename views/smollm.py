@@ -5,8 +5,8 @@ from engine.llm import generation, inspection
 from engine.llm.model import GGUF_PAIRING
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
-from ui import figures
-from ui.llm import INSIDE, LENS, QUESTION, inside_view
+from ui import figures, queued
+from ui.llm import INSIDE, LENS, QUESTION, generate, generations, inside_view, perplexities, score
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 
@@ -20,20 +20,6 @@ PASSAGE = ("The Moon is Earth's only natural satellite. It orbits at an average 
 @st.cache_data(max_entries=32, show_spinner=False)
 def neuron(ids: tuple[int, ...], layer: int, head: int, query: int, key: int) -> inspection.NeuronView:
     return inspection.neuron_view(smollm(), list(ids), layer, head, query, key)
-
-
-@st.cache_data(max_entries=16, show_spinner="Scoring the text four ways (two pairings, two bases)…")
-def perplexities(text: str) -> dict[tuple[str, float], generation.Perplexity]:
-    lm = smollm()
-    return {(pairing, base): generation.perplexity(lm, text, base, pairing)
-            for pairing in PAIRINGS for base in (lm.config.rope_base, 10000.0)}
-
-
-@st.cache_resource(show_spinner=False)
-def generations() -> dict[tuple, list[generation.Generated]]:
-    """Finished generations by prompt and settings, shared by the server: a class pressing Generate on the
-    same settings reads the first one's answer instead of recomputing it."""
-    return {}
 
 
 def mosaic(attentions: np.ndarray, n: int) -> np.ndarray:
@@ -106,12 +92,12 @@ with page.guard():
         settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
         answer = st.empty()
         if settings not in generations() and st.button("Generate", icon=":material/play_arrow:", type="primary"):
-            steps = []
-            for step in generation.stream(lm, ids, n_new, temperature, top_k or None,
-                                          None if top_p >= 1 else top_p, seed):
-                steps.append(step)
-                answer.code(lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None, wrap_lines=True)
-            generations()[settings] = steps
+            steps = queued.run(
+                "generate", settings, lambda report: generate(lm, settings, report), "Generating", n_new / 15,
+                show=lambda steps: answer.code(lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None,
+                                               wrap_lines=True))  # about 15 tokens/s on one core
+            if steps is not None:
+                generations()[settings] = steps
         if settings in generations():
             steps = generations()[settings]
             answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
@@ -196,7 +182,13 @@ with page.guard():
             pairing = page.select("RoPE pairing", "pairing", PAIRINGS, GGUF_PAIRING,
                                   help="the GGUF stores q and k for interleaved pairs (2i, 2i+1)")
             base = page.select("RoPE base", "base", ["100000 (the file's)", "10000"])
-        scored = perplexities(passage)
+        kept = perplexities()
+        if passage not in kept:
+            kept[passage] = queued.run("perplexity", passage, lambda report: score(lm, passage, report),
+                                       "Scoring the text four ways", estimate=3.0)
+            while len(kept) > 16:
+                kept.pop(next(iter(kept)), None)
+        scored = kept[passage]
         chosen = scored[(pairing, cfg.rope_base if base.startswith("100000") else 10000.0)]
         with left:
             scored_tokens = [visible(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]

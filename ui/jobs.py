@@ -41,12 +41,12 @@ def default_workers() -> int:
 
     A heavy job keeps a core busy (the compiled training loops and torch release the GIL), and every session's
     script shares the other; more jobs at once would only slow each other and the students moving controls."""
-    return int(os.environ.get("HOW_LMS_JOBS", min(4, max(1, (os.cpu_count() or 1) - 1))))
+    return int(os.environ.get("HOW_LMS_JOBS", str(min(4, max(1, (os.cpu_count() or 1) - 1)))))
 
 
 def default_waiting() -> int:
     """HOW_LMS_QUEUE, else 64 jobs in line: at 10 s a job on one worker, the last would wait about 10 minutes."""
-    return int(os.environ.get("HOW_LMS_QUEUE", 64))
+    return int(os.environ.get("HOW_LMS_QUEUE", "64"))
 
 
 class QueueFull(InputError):

@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from engine.efficiency.measure import Timing
-from ui import figures
+from ui import figures, queued
 
 KEPT = 64  # measurements kept per server; the oldest setting is dropped first
 
@@ -24,7 +24,8 @@ class Measured:
 
 @st.cache_resource
 def _shelf() -> tuple[threading.Lock, dict[Hashable, Measured]]:
-    """One lock and one store per server process: two timings at once would each measure the other."""
+    """One lock and one store per server process: two timings at once would each measure the other. Timings
+    run as jobs of the server's line (ui/queued.py); the lock still holds when it runs several jobs at once."""
     return threading.Lock(), {}
 
 
@@ -38,15 +39,17 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
     pressed = st.button("Measure on this server",
                         key="measure", icon=":material/timer:",
                         help="A fresh timing that replaces the one every visitor sees")
-    if pressed or (automatic and key not in store):
-        bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
-        with lock:
-            value = measure(lambda done: bar.progress(done, text=f"Timing on this server… {done:.0%}"))
+
+    def work(report) -> Any:
+        with lock:  # a server running several jobs at once still times one thing at a time
+            value = measure(lambda done: report(done, f"Timing on this server… {done:.0%}"))
             when = datetime.now(UTC)
             store[key] = Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}")
             while len(store) > KEPT:
                 store.pop(next(iter(store)))
-        bar.empty()
+
+    if pressed or (automatic and key not in store):
+        queued.run("timing", key, work, "Timing", estimate=5.0)  # students pressing together share one timing
     return store.get(key)
 
 

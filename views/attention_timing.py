@@ -4,6 +4,7 @@ import streamlit as st
 import torch
 
 from engine.efficiency import sweep
+from ui import queued
 from ui.efficiency import recorded_label, sweep_figures, sweep_table
 from ui.loaders import flash_results
 from ui.page import Page, equations
@@ -55,6 +56,22 @@ if DEVICE == "cuda":
 chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
 settings = (d, causal, largest, block, repeats, str(dtype))
 
+
+def sweep_rows(report, lock: threading.Lock) -> list[dict] | None:
+    """The job behind the button (ui/queued.py), at the settings above: every N up to the largest, the methods
+    interleaved; None if every student waiting for it left."""
+    lengths = [n for n in sweep.LENGTHS if n <= largest]
+    rows = []
+    with lock:
+        for k, n in enumerate(lengths):
+            if not report(k / len(lengths), f"N = {n:,}: {len(chosen)} methods, {repeats} repeats each "
+                                            "(changing a control or leaving the page stops the timing)"):
+                return None
+            rows += sweep.as_rows(sweep.measure(n, d, causal, chosen, DEVICE, dtype, block=block,
+                                                naive_budget=NAIVE_BUDGET, repeats=repeats))
+    return rows
+
+
 left, right = st.columns([3, 2])
 with right:  # the button beside the figures, so the recorded figure opens on a projector's first screen
     st.markdown(f"**On this server ({DEVICE}{', ' + torch.cuda.get_device_name() if DEVICE == 'cuda' else ''}):** "
@@ -67,17 +84,11 @@ with right:  # the button beside the figures, so the recorded figure opens on a 
     )
 with left:
     if timing_requested:
-        lengths = [n for n in sweep.LENGTHS if n <= largest]
-        bar = st.progress(0.0, text="Waiting for another visitor's timing to finish…")
-        with timing_lock():
-            rows = []
-            for k, n in enumerate(lengths):
-                bar.progress(k / len(lengths), text=f"N = {n:,}: {len(chosen)} methods, {repeats} repeats each "
-                                                    "(you can leave the page; the timing stops with it)")
-                rows += sweep.as_rows(sweep.measure(n, d, causal, chosen, DEVICE, dtype, block=block,
-                                                    naive_budget=NAIVE_BUDGET, repeats=repeats))
-        bar.empty()
-        st.session_state["timing"] = (settings, rows)
+        lock = timing_lock()
+        rows = queued.run("attention_timing", settings, lambda report: sweep_rows(report, lock), "Timing attention",
+                          estimate=15.0)
+        if rows is not None:
+            st.session_state["timing"] = (settings, rows)
     measured = st.session_state.get("timing")
     if measured is not None:
         if measured[0] != settings:

@@ -1,10 +1,9 @@
 """The embedding projector's vector sets, its projections (computed once per server and shared) and its figure."""
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,7 +12,8 @@ from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.p
 
 from engine.embeddings.projection import TSNEConfig, choose_words, neighbours_kept, pca, tsne
 from engine.embeddings.vectors import WordVectors
-from ui import figures
+from ui import figures, queued
+from ui.jobs import Report
 from ui.loaders import checkpoint_vectors, fasttext_checkpoint, glove, glove_checkpoint
 
 
@@ -47,14 +47,6 @@ def analogy_arrows(vectors: WordVectors, a: str, b: str, c: str) -> tuple[list[t
     return [(f"b − a: {a} → {b}", a, b), (f"d − c: {c} → {d} (3CosAdd)", c, d)], [a, b, c, d]
 
 
-def default_view() -> View:
-    """The view a visitor sees first: one t-SNE of 1,000 GloVe words and the default analogy's, per server."""
-    vectors = VECTOR_SETS[DEFAULT["source"]].load()
-    own = analogy_arrows(vectors, *DEFAULT["analogy"])[1]
-    words = tuple(choose_words(vectors.words, DEFAULT["n"], DEFAULT["method"], own))
-    return view(DEFAULT["source"], words, DEFAULT["method"], DEFAULT["dims"], DEFAULT["perplexity"])
-
-
 @dataclass(frozen=True)
 class View:
     """One projection of some words, shared by every session that asks for it: never modify it."""
@@ -67,38 +59,56 @@ class View:
     seconds: float  # to compute, on this server
 
 
-@dataclass
-class _Slot:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    view: View | None = None
-
-
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _slot(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> _Slot:
-    """An empty place for one setting's view. The view is computed outside any cached function, so t-SNE can
-    draw its progress bar (a cached function may not write to elements made outside it); the lock makes a
-    second visitor wait for the first visitor's result instead of computing it again."""
-    return _Slot()
+def _kept(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> list[View]:
+    """One setting's view once computed (an empty list until then), kept for every visitor of the server."""
+    return []
 
 
-def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int,
-         on_progress: Callable[[int, int, float], None] | None = None) -> View:
-    """The projection of words of a vector set by "PCA" or "t-SNE", computed once per server and setting."""
-    slot = _slot(source, words, method, dims, perplexity)
-    if not slot.lock.acquire(blocking=False):  # being computed for another visitor, or as the server started
-        with st.spinner(f"{method} of these {len(words):,} words is being computed for another visitor…"):
-            slot.lock.acquire()
-    try:
-        if slot.view is None:
-            slot.view = _compute(source, words, method, dims, perplexity, on_progress)
-    finally:
-        slot.lock.release()
-    return slot.view
+def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> View:
+    """The projection of words of a vector set by "PCA" or "t-SNE", computed once per server and setting. PCA
+    takes a moment and runs here; t-SNE takes seconds and is a job of the server's line (ui/queued.py), whose
+    place and progress every visitor asking for the same setting sees, and shares."""
+    kept = _kept(source, words, method, dims, perplexity)
+    if not kept:
+        X = _rows(source, words)  # (N, d)
+        if method == "PCA":
+            kept[:] = [_compute(X, words, method, dims, perplexity)]
+        else:
+            found = queued.run("t-SNE", (source, words, dims, perplexity), _tsne_job(X, words, dims, perplexity),
+                               f"t-SNE of {len(words):,} words", estimate=1 + len(words) / 400)
+            kept[:] = [found]
+    return kept[0]
 
 
-def _compute(source, words, method, dims, perplexity, on_progress) -> View:
+def default_view() -> View:
+    """The view a visitor sees first: one t-SNE of 1,000 GloVe words and the default analogy's, per server,
+    computed as the server starts (ui/defaults.py): a visitor arriving meanwhile joins the same job."""
+    vectors = VECTOR_SETS[DEFAULT["source"]].load()
+    own = analogy_arrows(vectors, *DEFAULT["analogy"])[1]
+    words = tuple(choose_words(vectors.words, DEFAULT["n"], DEFAULT["method"], own))
+    setting = (DEFAULT["source"], words, DEFAULT["dims"], DEFAULT["perplexity"])
+    kept = _kept(DEFAULT["source"], words, DEFAULT["method"], DEFAULT["dims"], DEFAULT["perplexity"])
+    if not kept:
+        kept[:] = [queued.outside_a_page("t-SNE", setting, _tsne_job(_rows(DEFAULT["source"], words), *setting[1:]))]
+    return kept[0]
+
+
+def _rows(source: str, words: tuple[str, ...]) -> np.ndarray:
     vectors = VECTOR_SETS[source].load()
-    X = vectors.vectors[[vectors.index[w] for w in words]]  # (N, d)
+    return vectors.vectors[[vectors.index[w] for w in words]]  # (N, d)
+
+
+def _tsne_job(X: np.ndarray, words: tuple[str, ...], dims: int, perplexity: int) -> Callable[[Report], View]:
+    def work(report: Report) -> View:
+        def progress(it: int, total: int, kl: float) -> bool:
+            return report(it / total, f"t-SNE of {len(words):,} words: iteration {it} of {total}"
+                                      + (f", KL(P‖Q) = {kl:.3f}" if kl == kl else ", calibrating P to the perplexity"))
+        return _compute(X, words, "t-SNE", dims, perplexity, progress)
+    return work
+
+
+def _compute(X, words, method, dims, perplexity, on_progress=None) -> View:
     start = time.perf_counter()
     if method == "PCA":
         found = pca(X, dims)

@@ -60,6 +60,18 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
     return outcome(job, what)
 
 
+def outside_a_page(kind: str, key: Hashable, work: Callable[[Report], Any], owner: str = "start-up") -> Any:
+    """work as a job of the server's line, for a thread that is no session (ui/defaults.py's start-up thread):
+    a session asking for the same job meanwhile joins it. Its result, once done."""
+    queue = server_queue()
+    job = queue.submit(owner, kind, key, work)
+    try:
+        job.done.wait()
+    finally:
+        queue.leave(owner, job)
+    return outcome(job, kind)
+
+
 def outcome(job: Job, what: str) -> Any:
     """The finished job's result, or its failure raised in this session alone."""
     if job.state == "failed":

@@ -55,11 +55,7 @@ EQUATIONS = {
               ("Student-t in the picture", r"q_{ij} \propto (1 + \|y_i - y_j\|^2)^{-1}"),
               ("gradient of KL(P‖Q)", r"4 \textstyle\sum_j \frac{(p_{ij} - q_{ij})(y_i - y_j)}{1 + \|y_i - y_j\|^2}")),
 }
-bar = st.empty()
-shown = view(source, words, method, dims, perplexity, on_progress=lambda it, total, kl: bar.progress(
-    it / total, text=f"t-SNE of {len(words):,} words: iteration {it} of {total}"
-                     + (f", KL(P‖Q) = {kl:.3f}" if kl == kl else ", calibrating P to the perplexity")))
-bar.empty()
+shown = view(source, words, method, dims, perplexity)  # t-SNE for new settings waits in the server's line
 
 
 @st.fragment

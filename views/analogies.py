@@ -2,7 +2,7 @@ import streamlit as st
 
 from engine.embeddings.evaluation import PAIR_FILES, PAIR_TITLES, analogy_accuracy, word_pair_correlation
 from engine.embeddings.vectors import WordVectors
-from ui import figures
+from ui import figures, queued
 from ui.loaders import checkpoint_vectors, glove
 from ui.page import Page, equations
 from ui.tables import neighbour_table
@@ -77,13 +77,19 @@ method = page.select("Analogy method", "method", ["3CosAdd", "3CosMul"], where=c
 
 EVALUATIONS = "analogies_evaluations"  # session key: {(vectors, restrict, method): (analogies, word pairs)}
 evaluations = st.session_state.setdefault(EVALUATIONS, {})
-if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at 300,000"):
-    bar = st.progress(0.0, text="Answering analogy questions…")
+
+
+def evaluate(report) -> tuple:
+    """The job behind Evaluate (ui/queued.py): the analogy questions, then the rated pairs."""
     analogies = analogy_accuracy(vectors, restrict, method,
-                                 progress=lambda f: bar.progress(f, text=f"Answering analogy questions… {f:.0%}"))
-    bar.empty()
-    pairs = {name: word_pair_correlation(vectors, name, restrict) for name in PAIR_FILES}
-    evaluations[(source, restrict, method)] = (analogies, pairs)
+                                 progress=lambda f: report(0.95 * f, f"Answering analogy questions… {f:.0%}"))
+    report(0.95, "Correlating the rated word pairs…")
+    return analogies, {name: word_pair_correlation(vectors, name, restrict) for name in PAIR_FILES}
+
+
+if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at 300,000"):
+    evaluations[(source, restrict, method)] = queued.run("evaluate", (source, restrict, method), evaluate,
+                                                         "Evaluating", estimate=restrict / 5000)
 if (source, restrict, method) in evaluations:
     analogies, pairs = evaluations[(source, restrict, method)]
     e1, e2, e3 = st.columns(3)

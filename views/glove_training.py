@@ -6,7 +6,7 @@ from engine.embeddings.cooccurrence import weighting
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.glove_training import GloVeConfig, train
 from engine.embeddings.train_glove import quality
-from ui import errata_panel, figures, glove, training
+from ui import errata_panel, figures, glove, queued, training
 from ui.loaders import glove as glove_6b
 from ui.loaders import glove_checkpoint
 from ui.page import Page, equations
@@ -84,8 +84,10 @@ if result is not None:
     with page.guard():
         scored = st.session_state.get(SCORED)
         if scored is None or scored[0] is not model:
-            with st.spinner("Scoring your vectors on the analogies and rated pairs…"):
-                st.session_state[SCORED] = scored = (model, quality(vectors, glove_6b()))
+            reference = glove_6b()
+            st.session_state[SCORED] = scored = (model, queued.run(
+                "evaluate", ("glove", id(model)), lambda report: quality(vectors, reference),  # the job holds model
+                "Scoring your vectors on the analogies and rated pairs", estimate=2.0))
         measured = scored[1]
         st.caption(f"Your model on its own words: {training.scores_text(measured['metrics'])}.")
         rows = {"yours": measured["shared"]["ours"], "GloVe 6B, your model's words": measured["shared"]["glove_6b"]}

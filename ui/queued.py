@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
 from ui.jobs import Job, JobQueue, Report, place_text
 
@@ -35,8 +36,9 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
     """work(report) run by the server's line of jobs, shared with every session asking for the same (kind, key);
     its result, once done. `what` names it in messages ("Training"). While it waits the bar shows its place;
     while it runs the fraction and text of its last report, and show(partial) draws the partial result (a loss
-    curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) is raised again
-    here for page.guard; a full line raises QueueFull, an InputError too; any other failure raises JobFailed."""
+    curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) and a missing or
+    damaged file (ModelFileError) are raised again here for page.guard and app.py; a full line raises QueueFull,
+    an InputError too; any other failure raises JobFailed."""
     session = get_script_run_ctx().session_id
     queue = server_queue()
     job = queue.submit(session, kind, key, work, estimate)
@@ -75,8 +77,8 @@ def outside_a_page(kind: str, key: Hashable, work: Callable[[Report], Any], owne
 def outcome(job: Job, what: str) -> Any:
     """The finished job's result, or its failure raised in this session alone."""
     if job.state == "failed":
-        if isinstance(job.error, InputError):
-            raise type(job.error)(str(job.error))  # a fresh copy: each waiter's thread raises its own
+        if isinstance(job.error, InputError | ModelFileError):  # messages for the page: page.guard, app.py
+            raise type(job.error)(*job.error.args)  # a fresh copy: each waiter's thread raises its own
         raise JobFailed(f"{what} failed on the server ({type(job.error).__name__}: {job.error}). Other "
                         "students' work goes on; press the button again to retry.") from job.error
     if job.state == "dropped":

@@ -102,8 +102,8 @@ def _rows(source: str, words: tuple[str, ...]) -> np.ndarray:
 def _tsne_job(X: np.ndarray, words: tuple[str, ...], dims: int, perplexity: int) -> Callable[[Report], View]:
     def work(report: Report) -> View:
         def progress(it: int, total: int, kl: float) -> bool:
-            return report(it / total, f"t-SNE of {len(words):,} words: iteration {it} of {total}"
-                                      + (f", KL(P‖Q) = {kl:.3f}" if kl == kl else ", calibrating P to the perplexity"))
+            state = f"KL(P‖Q) = {kl:.3f}" if kl == kl else "calibrating P to the perplexity"  # NaN before the first
+            return report(it / total, f"t-SNE of {len(words):,} words: iteration {it} of {total}, {state}")
         return _compute(X, words, "t-SNE", dims, perplexity, progress)
     return work
 

@@ -31,6 +31,11 @@ def server_queue() -> JobQueue:
     return JobQueue()
 
 
+def this_session() -> str:
+    """The id the line knows this session by: one per browser tab (AppTest gives each the same)."""
+    return get_script_run_ctx().session_id
+
+
 def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, estimate: float | None = None,
         show: Callable[[Any], None] | None = None) -> Any:
     """work(report) run by the server's line of jobs, shared with every session asking for the same (kind, key);
@@ -39,7 +44,7 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
     curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) and a missing or
     damaged file (ModelFileError) are raised again here for page.guard and app.py; a full line raises QueueFull,
     an InputError too; any other failure raises JobFailed."""
-    session = get_script_run_ctx().session_id
+    session = this_session()
     queue = server_queue()
     job = queue.submit(session, kind, key, work, estimate)
     bar, drawn, first = st.empty(), None, True

@@ -18,6 +18,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import WordVectors
 from ui import queued
+from ui.jobs import QueueFull
 from ui.tables import neighbour_table
 
 
@@ -65,6 +66,8 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
         if latest is not None and latest.fraction_done < 1:
             # the run may go on for another session that trains the same settings: keep a copy it cannot move
             st.session_state[key] = (settings, copy.deepcopy(latest))
+        raise
+    except QueueFull:  # nothing ran: the model of an earlier run stays
         raise
     except Exception:
         st.session_state.pop(key, None)

@@ -87,9 +87,11 @@ def evaluate(report) -> tuple:
     return analogies, {name: word_pair_correlation(vectors, name, restrict) for name in PAIR_FILES}
 
 
-if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at 300,000"):
-    evaluations[(source, restrict, method)] = queued.run("evaluate", (source, restrict, method), evaluate,
-                                                         "Evaluating", estimate=restrict / 5000)
+with page.guard():  # a full line of heavy jobs says so here
+    if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at "
+                                  "300,000"):
+        evaluations[(source, restrict, method)] = queued.run("evaluate", (source, restrict, method), evaluate,
+                                                             "Evaluating", estimate=restrict / 5000)
 if (source, restrict, method) in evaluations:
     analogies, pairs = evaluations[(source, restrict, method)]
     e1, e2, e3 = st.columns(3)

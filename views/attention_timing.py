@@ -84,11 +84,12 @@ with right:  # the button beside the figures, so the recorded figure opens on a 
     )
 with left:
     if timing_requested:
-        lock = timing_lock()
-        rows = queued.run("attention_timing", settings, lambda report: sweep_rows(report, lock), "Timing attention",
-                          estimate=15.0)
-        if rows is not None:
-            st.session_state["timing"] = (settings, rows)
+        with page.guard():  # a full line of heavy jobs says so here
+            lock = timing_lock()
+            rows = queued.run("attention_timing", settings, lambda report: sweep_rows(report, lock),
+                              "Timing attention", estimate=15.0)
+            if rows is not None:
+                st.session_state["timing"] = (settings, rows)
     measured = st.session_state.get("timing")
     if measured is not None:
         if measured[0] != settings:

@@ -55,7 +55,10 @@ EQUATIONS = {
               ("Student-t in the picture", r"q_{ij} \propto (1 + \|y_i - y_j\|^2)^{-1}"),
               ("gradient of KL(P‖Q)", r"4 \textstyle\sum_j \frac{(p_{ij} - q_{ij})(y_i - y_j)}{1 + \|y_i - y_j\|^2}")),
 }
-shown = view(source, words, method, dims, perplexity)  # t-SNE for new settings waits in the server's line
+try:
+    shown = view(source, words, method, dims, perplexity)  # t-SNE for new settings waits in the server's line
+except InputError as error:  # the line is full
+    page.refuse(str(error))
 
 
 @st.fragment

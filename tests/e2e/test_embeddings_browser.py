@@ -1,4 +1,5 @@
-"""The Embeddings pages' buttons in chromium: train word2vec, stop it and GloVe, evaluate analogies; readable links.
+"""The Embeddings pages' buttons in chromium: train word2vec, stop it and GloVe, evaluate analogies; readable links;
+a second student's Train waiting in the server's line of heavy jobs.
 
 Starts the real app with `streamlit run` (see conftest.py); screenshots land in tests/e2e/screenshots/.
 """
@@ -14,6 +15,7 @@ from tests.e2e.conftest import (
     NO_CHROMIUM,
     assert_clean,
     assert_no_exception,
+    new_tab,
     open_url,
     screenshot,
     settle,
@@ -22,6 +24,14 @@ from tests.e2e.conftest import (
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 
 TRAIN_S = 180  # a small run on the Lee corpus takes seconds; a busy 2-core machine can make it a minute
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_worker():
+    """The server's line runs one heavy job at a time, as on a 2-core machine, whatever this one has."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOW_LMS_JOBS", "1")
+        yield
 
 
 def query(tab) -> dict[str, list[str]]:
@@ -65,6 +75,28 @@ def test_word2vec_stop_keeps_the_model_so_far(page):
     assert_clean(page)
     assert int(re.search(r"stopped at (\d+)%", heading.inner_text()).group(1)) < 20  # within the first epochs
     screenshot(page, "word2vec_training_stopped")
+
+
+def test_a_second_student_waits_in_line_and_trains_when_the_first_stops(page, browser, app_url):
+    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")  # minutes: holds the one worker
+    click_button(page, "Train")
+    page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
+    other = new_tab(browser, app_url)
+    try:
+        open_url(other, "/word2vec_training?dim=10&epochs=1")
+        click_button(other, "Train")
+        place = other.locator("[data-testid='stProgress']").filter(has_text=re.compile(r"Training: 1st in line"))
+        place.first.wait_for(timeout=30_000)
+        screenshot(other, "word2vec_training_in_line")
+        click_button(page, "Stop")  # the first run stops at its next report and the second starts
+        page.get_by_role("heading", name=re.compile(r"^Your model \(stopped at \d+%\)")).wait_for(timeout=60_000)
+        heading = other.get_by_role("heading", name=re.compile(r"^Your model \(finished\)"))
+        heading.wait_for(timeout=TRAIN_S * 1000)
+        settle(other)
+        assert_clean(other)
+        assert "d = 10" in heading.inner_text() and "1,776 words" in heading.inner_text()
+    finally:
+        other.context.close()
 
 
 def test_choosing_a_corpus_writes_a_short_link_that_reopens_it(page):

@@ -1,0 +1,101 @@
+"""HAProxy in front of the replicas: the configuration rendered from haproxy.cfg.template, `haproxy -db` in the
+foreground in its own process group, and HAProxy's runtime API on a unix socket."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import string
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+HAPROXY = "/usr/sbin/haproxy"  # Debian's haproxy package (2.6 on Debian 12)
+TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
+BACKEND = "replicas"  # the template's backend, as the runtime API names it
+DEBIAN_ADMIN_SOCKET = "/run/haproxy/admin.sock"  # where Debian's own haproxy.cfg puts it
+HEALTH = "/_stcore/health"  # Streamlit answers 200 "ok" once its runtime is up
+START_S = 30
+
+
+def replica_name(i: int) -> str:
+    """The i-th replica's name (from 0): its `server` line's and its stickiness cookie's value."""
+    return f"r{i + 1}"
+
+
+def render(bind: str, addresses: list[str], admin_socket: str = DEBIAN_ADMIN_SOCKET) -> str:
+    """HAProxy's configuration: listen on `bind` ("host:port") in front of the replicas at `addresses`
+    ("host:port" each), named r1, r2, ... in order."""
+    servers = "\n".join(f"    server {replica_name(i)} {address} cookie {replica_name(i)}"
+                        for i, address in enumerate(addresses))
+    return string.Template(TEMPLATE.read_text()).substitute(bind=bind, servers=servers, admin_socket=admin_socket)
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + HEALTH, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_healthy(url: str, seconds: float, alive: Callable[[], bool]) -> None:
+    """Until `url` answers its health check; RuntimeError once `alive()` is false or the time is up."""
+    deadline = time.monotonic() + seconds
+    while not healthy(url):
+        if not alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"{url}{HEALTH} did not answer 200 within {seconds:.0f} s")
+        time.sleep(0.3)
+
+
+def stop_group(proc: subprocess.Popen, seconds: float = 15) -> None:
+    """SIGTERM to the process group `proc` leads, SIGKILL if it is still there after `seconds`."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+class Proxy:
+    """HAProxy listening on host:port in front of `addresses`; its configuration, admin socket and output in a
+    temporary folder. Ready once a request through it reaches a healthy replica."""
+
+    def __init__(self, host: str, port: int, addresses: list[str]):
+        self.folder = tempfile.TemporaryDirectory(prefix="how-lms-haproxy-")
+        folder = Path(self.folder.name)
+        self.admin_socket = folder / "admin.sock"
+        self.config = folder / "haproxy.cfg"
+        self.config.write_text(render(f"{host}:{port}", addresses, str(self.admin_socket)))
+        self.log = (folder / "haproxy.log").open("w+b")
+        self.proc = subprocess.Popen([HAPROXY, "-f", str(self.config), "-db"], stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = f"http://{host}:{port}"
+        try:
+            wait_healthy(self.url, START_S, alive=lambda: self.proc.poll() is None)
+        except RuntimeError as error:
+            output = self.output()
+            self.stop()
+            raise RuntimeError(f"{error}; haproxy said:\n{output[-3000:]}") from None
+
+    def command(self, line: str) -> str:
+        """One command of HAProxy's runtime API, e.g. `set server replicas/r1 addr 127.0.0.1 port 8600`."""
+        with socket.socket(socket.AF_UNIX) as admin:
+            admin.connect(str(self.admin_socket))
+            admin.sendall(line.encode() + b"\n")
+            return b"".join(iter(lambda: admin.recv(65536), b"")).decode()
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        stop_group(self.proc)
+        self.log.close()
+        self.folder.cleanup()

@@ -99,6 +99,28 @@ def test_a_second_student_waits_in_line_and_trains_when_the_first_stops(page, br
         other.context.close()
 
 
+def test_a_student_who_leaves_the_line_gives_up_their_place(page, browser, app_url):
+    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")  # minutes: holds the one worker
+    click_button(page, "Train")
+    page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
+    leaving, staying = new_tab(browser, app_url), new_tab(browser, app_url)
+    try:
+        open_url(leaving, "/word2vec_training?dim=10&epochs=1")
+        click_button(leaving, "Train")
+        leaving.locator("[data-testid='stProgress']").filter(has_text="1st in line").first.wait_for(timeout=30_000)
+        leaving.context.close()  # the tab is closed: its queued job leaves the line with it
+        open_url(staying, "/word2vec_training?dim=20&epochs=1")
+        click_button(staying, "Train")
+        # 2nd while the closed tab's job still stood in front; 1st within a tick or two of the server noticing
+        staying.locator("[data-testid='stProgress']").filter(has_text="1st in line").first.wait_for(timeout=30_000)
+        click_button(page, "Stop")
+        staying.get_by_role("heading", name=re.compile(r"^Your model \(finished\)")).wait_for(timeout=TRAIN_S * 1000)
+        settle(staying)
+        assert_clean(staying)
+    finally:
+        staying.context.close()
+
+
 def test_choosing_a_corpus_writes_a_short_link_that_reopens_it(page):
     open_url(page, "/word2vec_training")
     page.locator(".st-key-corpus [data-testid='stSelectbox']").click()

@@ -13,10 +13,11 @@ A class's sessions share the server's cores, one script thread each: an operator
 there waits on the others' sessions (on 2 busy cores a timing took 6 s of noise with two threads against 0.9 s
 with one), so every operator runs on one.
 
-Streamlit runs a full garbage collection after every script run, which walks every object the process holds:
-with torch, sympy, gensim and plotly imported that is 380,000 objects and 250 ms of a server's CPU per visit
-and per rerun. What is imported here lives as long as the process, so it is moved out of the collector's
-sight (gc.freeze); objects made later are still collected.
+A full garbage collection walks every object the process holds: with torch, sympy, gensim and plotly imported
+that is 380,000 objects and 250 ms of a server's CPU. What is imported here lives as long as the process, so it
+is moved out of the collector's sight (gc.freeze); objects made later are still collected. Streamlit's own full
+collection after every script run is switched off (.streamlit/config.toml, runner.postScriptGC): it held the GIL
+for 44% of a class's time.
 
 The compiled training and counting loops (numba) are called once on a few words, so that their compilation
 or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin computing in the background.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Self
 
 from benchmarks.load import BOOT_S, Server
 from serve.proxy import BACKEND, Proxy, replica_name, wait_healthy
@@ -74,7 +75,7 @@ class Replicas:
         for server in self.servers:
             server.stop()
 
-    def __enter__(self) -> Replicas:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -1,8 +1,9 @@
 """A class served by two replicas behind HAProxy (`python -m serve`), in chromium: six students' sessions spread
 over both by the proxy's cookie, a PNG and a CSV downloaded through it, a session the proxy sends to a replica
-that never saw it, and a replica killed mid-lecture whose students come back on the other with their views.
+that never saw it, a replica killed mid-lecture whose students come back on the other with their views, and
+that replica started again as `python -m serve` does, taking the next student.
 
-The tests share one class and run in order; the last kills a replica. Each session is a browser context of its
+The tests share one class and run in order; the third kills a replica, the fourth starts it again. Each session is a browser context of its
 own, so each has its own cookie jar, as six students' laptops behind one lecture hall's NAT would.
 
 A reconnected page that was idle is not run again by Streamlit's frontend (it expects the same server session
@@ -195,3 +196,21 @@ def test_a_killed_replicas_sessions_come_back_on_the_other_with_their_views(repl
         assert students[2].evaluate(FONT_SIZE) == 22, "lecture mode lost on the survivor"
     png, rows = png_and_csv(students[0])  # the same downloads, from the survivor
     assert png.startswith(PNG_SIGNATURE) and rows[2][1] == WORKED_EXAMPLE
+
+
+def test_a_replica_started_again_takes_new_students(replicas, browser, students):
+    """What `python -m serve` does when a replica has exited: start it again on a new port, re-point the proxy's
+    server line, and send it the next student once its checks pass (the fewest open connections: none)."""
+    (victim,) = replicas.restart_exited()
+    deadline = time.monotonic() + RECONNECT_S
+    while not any(line.split()[3:6:2] == [victim, "2"]  # srv_name, srv_op_state 2: up
+                  for line in replicas.proxy.command(f"show servers state {BACKEND}").splitlines()[2:]):
+        assert time.monotonic() < deadline, f"{victim} not up behind the proxy within {RECONNECT_S} s"
+        time.sleep(0.5)
+    tab = new_tab(browser, replicas.url)
+    try:
+        open_url(tab, "/kernel_regression?h=0.8")
+        assert replica(tab) == victim
+        assert_view(tab, "Kernel regression", {"h": "0.80"})
+    finally:
+        tab.context.close()

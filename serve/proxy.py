@@ -10,7 +10,6 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 HAPROXY = "/usr/sbin/haproxy"  # Debian's haproxy package (2.6 on Debian 12)
@@ -42,12 +41,16 @@ def healthy(url: str) -> bool:
         return False
 
 
-def wait_healthy(url: str, seconds: float, alive: Callable[[], bool]) -> None:
-    """Until `url` answers its health check; RuntimeError once `alive()` is false or the time is up."""
+def wait_started(process, url: str, seconds: float) -> None:
+    """Until `url` answers its health check. `process` is a Proxy or a benchmarks.load.Server (`proc`, `output()`,
+    `stop()`); if it exits or the time is up, it is stopped and a RuntimeError ends with what it printed."""
     deadline = time.monotonic() + seconds
     while not healthy(url):
-        if not alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"{url}{HEALTH} did not answer 200 within {seconds:.0f} s")
+        if process.proc.poll() is not None or time.monotonic() > deadline:
+            output = process.output()
+            process.stop()
+            raise RuntimeError(f"{url}{HEALTH} did not answer 200 (in {seconds:.0f} s, or before the process "
+                               f"exited); it printed:\n{output[-3000:]}")
         time.sleep(0.3)
 
 
@@ -77,12 +80,7 @@ class Proxy:
         self.proc = subprocess.Popen([HAPROXY, "-f", str(self.config), "-db"], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.url = f"http://{host}:{port}"
-        try:
-            wait_healthy(self.url, START_S, alive=lambda: self.proc.poll() is None)
-        except RuntimeError as error:
-            output = self.output()
-            self.stop()
-            raise RuntimeError(f"{error}; haproxy said:\n{output[-3000:]}") from None
+        wait_started(self, self.url, START_S)
 
     def command(self, line: str) -> str:
         """One command of HAProxy's runtime API, e.g. `set server replicas/r1 addr 127.0.0.1 port 8600`."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Self
 
 from benchmarks.load import BOOT_S, Server
-from serve.proxy import BACKEND, Proxy, replica_name, wait_healthy
+from serve.proxy import BACKEND, Proxy, replica_name, wait_started
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,12 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def start_replica() -> Server:
     """One replica, returned once its health check answers."""
     server = Server(ROOT / "app.py", ROOT)
-    try:
-        wait_healthy(server.url, BOOT_S, alive=lambda: server.proc.poll() is None)
-    except RuntimeError as error:
-        output = server.output()
-        server.stop()
-        raise RuntimeError(f"{error}; the replica said:\n{output[-3000:]}") from None
+    wait_started(server, server.url, BOOT_S)
     return server
 
 

@@ -195,6 +195,8 @@ def main() -> int:
         for slug, query in entry_points():  # a class finds a server that has been up: every default view cached
             warm.open(slug, query)
         warm.close()
+        if server is not None:
+            server.wait_idle()
         print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
         classes = [one_class(url, size, args.steady, server, args.arrival) for size in sizes]
     finally:

@@ -91,6 +91,17 @@ class Server:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
+    def wait_idle(self, cores: float = 0.05, window_s: float = 3.0, limit_s: float = 600.0) -> float:
+        """Wait until the server uses under `cores` over a whole window (its start-up thread has computed the
+        default views, ui/defaults.py); the seconds waited."""
+        start = time.monotonic()
+        while time.monotonic() - start < limit_s:
+            before = self.cpu_s()
+            time.sleep(window_s)
+            if (self.cpu_s() - before) / window_s < cores:
+                break
+        return time.monotonic() - start
+
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):

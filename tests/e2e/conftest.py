@@ -34,6 +34,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: drives the real app in headless chromium")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups, also when this conftest loads before xdist's hook
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (`--dist loadgroup`) each browser-test module goes whole to one worker, with its own
     app server whose caches stay warm from test to test; the AppTests fill the workers around them. The browser tests

@@ -10,3 +10,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # kernel's own tests: so it is set here, before any test module is imported.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# AppTest scans every installed distribution's metadata for Streamlit components on every run (half a second with
+# the dev requirements installed, thousands of runs in the suite); the installed set does not change during a
+# test run, so the scan is made once per process.
+import functools  # noqa: E402
+
+from streamlit.components.v2 import manifest_scanner  # noqa: E402
+
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)

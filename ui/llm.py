@@ -4,6 +4,8 @@ nothing. The model itself comes from ui.smollm.smollm(); callers pass it in as `
 there is one model)."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from engine.decoding.search import Pruning, SearchTree, search
@@ -80,8 +82,23 @@ def inside_view(ids: tuple[int, ...], _lm: SmolLM) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def perplexities() -> dict[str, dict[tuple[str, float], generation.Perplexity]]:
-    """The SmolLM2 page's texts scored four ways (two pairings, two bases), shared by the server: the 16 latest."""
+    """The SmolLM2 page's texts scored four ways (two pairings, two bases), shared by the server: the 16 latest,
+    kept by keep_scored."""
     return {}
+
+
+SCORED_KEPT = 16
+_SCORED_LOCK = threading.Lock()  # the store is shared by every session's thread
+
+
+def keep_scored(text: str, scored: dict[tuple[str, float], generation.Perplexity]) -> None:
+    """perplexities()[text] = scored, the oldest text dropped past SCORED_KEPT, one session at a time: iterating
+    the store while another session's thread adds to it would raise."""
+    kept = perplexities()
+    with _SCORED_LOCK:
+        kept[text] = scored
+        while len(kept) > SCORED_KEPT:
+            kept.pop(next(iter(kept)))
 
 
 def score(lm: SmolLM, text: str, report: Report) -> dict[tuple[str, float], generation.Perplexity]:

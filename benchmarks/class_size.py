@@ -51,7 +51,8 @@ def entry_points() -> list[tuple[str, dict[str, str]]]:
 
 
 def another_value(widget, rng: random.Random):
-    """A valid value of a slider, select box or toggle other than its current one; None for other controls."""
+    """A random valid value of a slider, select box or toggle; None for other controls. It can be the current
+    value, which the browser would not send: then the run asks the server for what it already shows."""
     proto = widget.proto
     if widget.kind == "slider" and not proto.options and len(proto.default) == 1:
         steps = round((proto.max - proto.min) / proto.step) if proto.step else 0
@@ -212,9 +213,9 @@ def main() -> int:
                      "locust": version("locust")},
         "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against "
                   f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, warmed first; "
-                  f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, then for "
-                  f"{args.steady:.0f} s every student changes one slider, select box or toggle to another valid "
-                  f"value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
+                  f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, "
+                  f"then for {args.steady:.0f} s every student sets one slider, select box or toggle to a random "
+                  f"valid value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
         "targets": TARGETS, "smollm_present": smollm_present(), "classes": classes,
         "largest_class_within_1s_p95": knee,
     }

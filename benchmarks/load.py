@@ -60,13 +60,14 @@ def free_port() -> int:
 
 
 class Server:
-    """`streamlit run <script>` on a loopback port in its own process group, its log in a file."""
+    """`streamlit run <script>` on a loopback port in its own process group, its log in a file; `launcher` is the
+    module run as `python -m` (benchmarks.stamped_server adds the server's clock on each run)."""
 
-    def __init__(self, script: Path, cwd: Path):
+    def __init__(self, script: Path, cwd: Path, launcher: str = "streamlit"):
         self.port = free_port()
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(self.port),
+            [sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + BOOT_S

@@ -50,18 +50,25 @@ def entry_points() -> list[tuple[str, dict[str, str]]]:
     return stops + [(info.slug, {}) for info in PAGES]
 
 
-def another_value(widget, rng: random.Random):
-    """A random valid value of a slider, select box or toggle; None for other controls. It can be the current
-    value, which the browser would not send: then the run asks the server for what it already shows."""
+def another_value(widget, current: str | None, rng: random.Random):
+    """A random valid value of a slider, select box or toggle, other than the one it shows (`current`, its URL
+    value, else its default), as a student moving it sends; None for other controls."""
     proto = widget.proto
     if widget.kind == "slider" and not proto.options and len(proto.default) == 1:
         steps = round((proto.max - proto.min) / proto.step) if proto.step else 0
-        return proto.min + rng.randint(0, steps) * proto.step if steps else None
-    if widget.kind == "selectbox" and len(proto.options) > 1:
-        return rng.choice(list(proto.options))
-    if widget.kind == "checkbox":
-        return rng.random() < 0.5
-    return None
+        shown = float(current) if current is not None else proto.default[0]
+        values = [proto.min + i * proto.step for i in range(steps + 1)]
+        values = [v for v in values if abs(v - shown) > proto.step / 2]
+    elif widget.kind == "selectbox" and len(proto.options) > 1:
+        shown = current if current is not None else \
+            (proto.options[proto.default] if proto.HasField("default") else None)
+        values = [option for option in proto.options if option != shown]
+    elif widget.kind == "checkbox":
+        shown = current == "true" if current is not None else proto.default
+        values = [not shown]
+    else:
+        values = []
+    return rng.choice(values) if values else None
 
 
 class Student(User):
@@ -83,7 +90,7 @@ class Student(User):
         choices = [(key, w) for key, w in self.session.widgets.items() if key not in SKIPPED_KEYS]
         self.rng.shuffle(choices)
         for key, widget in choices:
-            value = another_value(widget, self.rng)
+            value = another_value(widget, self.session.query.get(key), self.rng)
             if value is not None:
                 self._record("change", self.page, lambda: self.session.change(key, value))
                 return
@@ -214,8 +221,8 @@ def main() -> int:
         "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against "
                   f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, warmed first; "
                   f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, "
-                  f"then for {args.steady:.0f} s every student sets one slider, select box or toggle to a random "
-                  f"valid value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
+                  f"then for {args.steady:.0f} s every student sets one slider, select box or toggle to another "
+                  f"random valid value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
         "targets": TARGETS, "smollm_present": smollm_present(), "classes": classes,
         "largest_class_within_1s_p95": knee,
     }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import pickle
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,15 +26,26 @@ pio.templates.default = "plotly_white"
 # a horizontal legend at the foot of the figure, under the x-axis title whatever the height (one placed at a
 # fraction of the plot's height below it covered the title on short figures)
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom")
+# how a shared figure's list, tuple and dict arguments are keyed (see shared)
+PICKLED = {kind: functools.partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL) for kind in (list, tuple, dict)}
 
 
 def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     """Build each distinct figure once per server and hand every visitor the same object: a class opening a
-    page's default view costs one build, not thirty. Callers only show it (st.plotly_chart reads a copy), so
-    sharing it between sessions is safe; the key holds the arguments and lecture mode, which sizes the text."""
-    @st.cache_resource(max_entries=FIGURES_KEPT, show_spinner=False)
+    page's default view costs one build, not thirty. Callers only show it, so sharing it between sessions is
+    safe; the key holds the arguments and lecture mode, which sizes the text.
+
+    Each run that shows a figure would otherwise pay twice more for it: hashing its arguments to find it (page
+    data arrives as lists of floats, which Streamlit hashes element by element, 20% of a warm rerun of the RoPE
+    page), and st.plotly_chart's copy of it (Figure.to_dict deep-copies every trace and converts its arrays to
+    base64, another 17%). So lists, tuples and dicts are keyed by their pickle, and the figure keeps the dict it
+    gives to plotly_chart, made once here: plotly_chart only reads it, to write its JSON."""
+    @st.cache_resource(max_entries=FIGURES_KEPT, show_spinner=False, hash_funcs=PICKLED)
     def cached(lecture: bool, *args, **kwargs) -> go.Figure:
-        return builder(*args, **kwargs)
+        fig = builder(*args, **kwargs)
+        spec = fig.to_dict()
+        fig.to_dict = lambda: spec
+        return fig
 
     @functools.wraps(builder)
     def build(*args, **kwargs) -> go.Figure:

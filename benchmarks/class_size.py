@@ -13,7 +13,7 @@ Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60]
 """
 from __future__ import annotations
 
-from locust import User, between, task  # first: gevent patches sockets before anything opens one
+from locust import User, task  # first: gevent patches sockets before anything opens one
 from locust.env import Environment
 
 import argparse  # noqa: E402
@@ -40,6 +40,7 @@ from ui.tours import TOURS, stop_params  # noqa: E402
 THINK_MEAN_S = 10.0
 ARRIVAL_S = 60  # the class opens the link within a minute
 RUN_S = 120  # a run that takes longer never finished
+LEAVE_S = 15  # after a class leaves, how long before the server's memory is read again
 SKIPPED_KEYS = {"lecture"}  # the frame's own switch: not a page's control
 TARGETS = {"open_p95_s": 3.0, "change_p95_s": 1.0, "errors": 0}
 
@@ -73,8 +74,14 @@ def another_value(widget, current: str | None, rng: random.Random):
 
 class Student(User):
     """One student: opens a page, then moves its controls."""
-    wait_time = between(0, 0)  # replaced per class by think(); Locust needs a value at class creation
     abstract = True
+
+    def wait_time(self) -> float:
+        """The think time, spent as a tab spends it: answering the server's pings (without, a student thinking
+        past the server's ping timeout, about a minute, found the connection closed: a BrokenPipe that a
+        browser never sees). Locust then waits no further."""
+        self.session.idle(think())
+        return 0.0
 
     def on_start(self) -> None:
         self.rng = random.Random(id(self))
@@ -150,10 +157,10 @@ def percentiles(entry) -> dict:
 
 def one_class(url: str, size: int, steady_s: float, server: Server | None, arrival_s: float = ARRIVAL_S) -> dict:
     """size students arriving over arrival_s, then steady_s of control changes; latencies and server load."""
-    student = type("Student", (Student,), {"wait_time": staticmethod(lambda: think()), "host": url,
-                                            "abstract": False})
+    student = type("Student", (Student,), {"host": url, "abstract": False})
     env = Environment(user_classes=[student])
     runner = env.create_local_runner()
+    before_mb = server.rss_mb() if server is not None else None
     with ServerSampler(server) as sampler:
         runner.start(size, spawn_rate=size / arrival_s)
         gevent.sleep(arrival_s + 5)
@@ -161,18 +168,30 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         env.stats.reset_all()
         gevent.sleep(steady_s)
         changed = _merged(env, "change")
-        errors = {str(e.error)[:160]: e.occurrences for e in env.stats.errors.values()}
+        errors = {}
+        for entry in env.stats.errors.values():  # one entry per page and error: summed per error
+            errors[str(entry.error)[:160]] = errors.get(str(entry.error)[:160], 0) + entry.occurrences
+        with_class_mb = server.rss_mb() if server is not None else None
+        in_class = len(sampler.samples)
         runner.quit()
-    cores = [s["cores"] for s in sampler.samples]
+        gevent.sleep(LEAVE_S)  # the server drops a session when its websocket closes
+    after_mb = server.rss_mb() if server is not None else None
+    memory = {} if server is None else {
+        "rss_mb_before": round(before_mb, 1), "rss_mb_with_class": round(with_class_mb, 1),
+        "rss_mb_after_leaving": round(after_mb, 1),
+        # what the sessions and the views they asked for added, per student: an upper bound on a session's own
+        "mb_per_student": round((with_class_mb - before_mb) / size, 2)}
+    cores = [s["cores"] for s in sampler.samples[:in_class]]
     result = {"students": size, "open": arrived, "change": percentiles(changed), "errors": errors,
               "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
                          "cores_max": max(cores, default=None),
                          "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),
-                         "samples": sampler.samples}}
+                         **memory, "samples": sampler.samples}}
     print(f"{size:>4} students: open p95 {arrived.get('p95_s')} s; change p50 {result['change'].get('p50_s')} "
           f"p95 {result['change'].get('p95_s')} p99 {result['change'].get('p99_s')} s over "
           f"{result['change'].get('count', 0)} changes; errors {sum(errors.values())}; server "
-          f"{result['server']['cores_mean']} cores mean, {result['server']['rss_mb_max']} MiB max")
+          f"{result['server']['cores_mean']} cores mean, {result['server']['rss_mb_max']} MiB max, "
+          f"{memory.get('rss_mb_after_leaving')} MiB {LEAVE_S} s after the class left")
     return result
 
 

@@ -77,6 +77,27 @@ class Session:
             self._socket.close()
             self._socket = None
 
+    def idle(self, seconds: float) -> None:
+        """Wait as an open tab waits between interactions: answering the server's pings, so that a student who
+        thinks longer than the server's ping timeout keeps the connection, as a browser does. websocket-client
+        answers a ping as it reads it, and with control_frame=True hands it back, so the deadline is checked
+        after each. A data frame arriving meanwhile (none is expected) is dropped."""
+        if self._socket is None:
+            time.sleep(seconds)
+            return
+        deadline = time.monotonic() + seconds
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self._socket.settimeout(left)
+                self._socket.recv_data_frame(control_frame=True)
+        except websocket.WebSocketTimeoutException:
+            pass
+        except (websocket.WebSocketException, OSError):
+            self.close()  # the next interaction opens the page again, as the browser reconnects
+        finally:
+            if self._socket is not None:
+                self._socket.settimeout(self.timeout_s)
+
     def open(self, page: str, query: dict[str, str] | None = None) -> Run:
         """The first run of `page` (its url path, "" for the home page) with `query` in the URL."""
         if self._socket is None:

@@ -2,12 +2,13 @@
 what it reads back must be what the app computed for the controls it set."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.load import Server
-from benchmarks.protocol import Session
+from benchmarks.protocol import RunFailed, Session
 
 SMALL_APP = '''import streamlit as st
 st.title("Small")
@@ -71,3 +72,22 @@ def test_two_sessions_keep_their_own_controls(small_app):
         assert "x=1 kind=dot on=True squared=1" in first.change("on", True).texts
     finally:
         first.close(), second.close()
+
+
+def test_a_thinking_student_answers_the_servers_pings_and_keeps_the_connection(tmp_path, monkeypatch):
+    (tmp_path / "app.py").write_text(SMALL_APP)
+    monkeypatch.setenv("STREAMLIT_SERVER_WEBSOCKET_PING_INTERVAL", "1")  # ping every second, close after 1 s
+    server = Server(tmp_path / "app.py", tmp_path)
+    idle, silent = Session(server.url, timeout_s=60), Session(server.url, timeout_s=60)
+    try:
+        idle.open("")
+        silent.open("")
+        idle.idle(5.0)
+        time.sleep(0.5)  # silent has not read its socket for 5.5 s: its pings went unanswered
+        assert "x=4 kind=dot on=False squared=16" in idle.change("x", 4).texts
+        with pytest.raises(RunFailed):
+            silent.change("x", 4)
+    finally:
+        idle.close()
+        silent.close()
+        server.stop()

@@ -2,7 +2,10 @@
 property paths parsed once. Each must give exactly what plotly gives without it."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from plotly import basedatatypes
 
@@ -33,3 +36,34 @@ def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_di
     fresh = figures.lines.__wrapped__(list(range(40)), {"a": values}, title="shared")
     assert first.to_dict() == fresh.to_dict()
     assert other.to_dict()["data"][0]["y"] != first.to_dict()["data"][0]["y"]
+
+
+MATRIX = np.arange(12.0).reshape(3, 4) / 12
+BUILDS = {
+    "heatmap": lambda: figures.heatmap.__wrapped__(MATRIX, list("abcd"), list("xyz"), title="T", x_title="k",
+                                                   y_title="q"),
+    "heatmap, diverging, numeric": lambda: figures.heatmap.__wrapped__(
+        MATRIX, [1, 2, 3, 4], [5, 6, 7], zmin=None, zmax=None, zmid=0, colorscale="RdBu_r", categorical=False,
+        annotate=False, showscale=False, height=300),
+    "heatmap, cell text": lambda: figures.heatmap.__wrapped__(MATRIX[:2, :2], ["a", "b"], ["c", "d"],
+                                                              cell_text=(("1", "2"), ("3", "4"))),
+    "lines, a reference": lambda: figures.lines.__wrapped__([1, 2, 3], {"a": [1.0, 2.0, 3.0], "ref": [0.5] * 3},
+                                                            title="L", x_title="x", y_title="y", dashed=["ref"]),
+    "lines, log, spreads": lambda: figures.lines.__wrapped__(
+        [1, 10, 100], {"a": [1.0, 2.0, 3.0]}, log_x=True, log_y=True, markers=False,
+        spreads={"a": ([0.1] * 3, [0.2] * 3)}),
+    "lines, twelve series": lambda: figures.lines.__wrapped__([1, 2], {f"s{i}": [1.0, float(i)] for i in range(12)},
+                                                              dashed=["s1", "s2"]),
+    "bars": lambda: figures.bars.__wrapped__(["a", "b"], {"p": [1.0, 2.0], "q": [3.0, 4.0]}, title="B", y_title="v"),
+    "bars, stacked": lambda: figures.bars.__wrapped__([1, 2], {"p": [1.0, 2.0]}, stacked=True, height=200),
+}
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_figures_built_as_specs_are_what_plotlys_validation_makes_of_them(name):
+    """Built without validation, each spec must be one plotly accepts unchanged: no unknown property, no value
+    it would coerce (a named colour scale such as RdBu_r, which plotly.js does not know, must arrive as colours)."""
+    fig = BUILDS[name]()
+    raw = fig.to_plotly_json()
+    validated = go.Figure(data=raw["data"], layout=raw["layout"])
+    assert json.loads(validated.to_json()) == json.loads(fig.to_json())

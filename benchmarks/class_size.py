@@ -9,7 +9,8 @@ the page, a dropped connection, a run that never finishes) and the server's CPU 
 
 Targets (issue 28): on a warm server the class opens its first pages with p95 <= 3 s; one server holds 100
 students with p95 <= 1 s and 0 errors. Only loopback addresses are used; every phase is bounded in time.
-Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501]
+Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501
+       --warmers 2]
 """
 from __future__ import annotations
 
@@ -119,6 +120,21 @@ class Student(User):
                                              response_time=1000 * (time.perf_counter() - start), context={})
 
 
+def warm_every_entry_point(url: str, warmers: int) -> None:
+    """A class finds a server that has been up: every default view cached. Behind a proxy each of `warmers`
+    sessions, all connected at once, lands on its own replica (the proxy sends a new connection to the replica
+    with the fewest) and opens every entry point there."""
+    sessions = [Session(url, timeout_s=600) for _ in range(warmers)]
+    for session in sessions:
+        session.connect()
+    try:
+        gevent.joinall([gevent.spawn(lambda s=session: [s.open(slug, query) for slug, query in entry_points()])
+                        for session in sessions], raise_error=True)
+    finally:
+        for session in sessions:
+            session.close()
+
+
 def think() -> float:
     return random.expovariate(1 / THINK_MEAN_S)
 
@@ -212,16 +228,15 @@ def main() -> int:
     parser.add_argument("--arrival", type=float, default=ARRIVAL_S, help="seconds over which a class arrives")
     parser.add_argument("--url", default="", help="an already running server or proxy (default: start one)")
     parser.add_argument("--name", default="class_size", help="results file name")
+    parser.add_argument("--warmers", type=int, default=1,
+                        help="sessions that warm the server at once: the number of replicas behind --url")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     server = None if args.url else Server(ROOT / "app.py", ROOT)
     url = args.url or server.url
     try:
-        warm = Session(url, timeout_s=600)
         start = time.perf_counter()
-        for slug, query in entry_points():  # a class finds a server that has been up: every default view cached
-            warm.open(slug, query)
-        warm.close()
+        warm_every_entry_point(url, args.warmers)
         if server is not None:
             server.wait_idle()
         print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")

@@ -143,7 +143,10 @@ def sampling_distribution(logits: torch.Tensor, temperature: float, top_k: int |
     The order of the filters is transformers' (temperature, top-k, top-p). T > 0."""
     if temperature <= 0:
         raise InputError(f"the temperature must be positive to sample, got {temperature}")
-    logits = logits.float() / temperature
+    logits = logits.float()
+    # shifted by the maximum first (softmax does not change): a tiny T then sends the rest to -inf, not every
+    # logit to ±inf, whose softmax is NaN; T = 1e-45 from a URL is a greedy pick, not a crash
+    logits = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
     if top_k is not None:
         if top_k < 1:
             raise InputError(f"top-k must be at least 1, got {top_k}")

@@ -5,7 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from engine.errors import InputError
-from engine.transformer.model import CausalSelfAttention, ModelConfig, TransformerLM, generate, sample_next
+from engine.transformer.model import (CausalSelfAttention, ModelConfig, TransformerLM, generate, sample_next,
+                                      sampling_distribution)
 from engine.transformer.variants import VARIANTS, GroupedQueryAttention, LatentAttention, build_variant
 
 CFG = ModelConfig(vocab_size=11, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=40)
@@ -151,3 +152,13 @@ def test_classifier_needs_two_tokens():
     from engine.transformer.objectives import SequenceClassifier
     with pytest.raises(InputError, match="at least two tokens"):
         SequenceClassifier(model(), 2)(torch.tensor([[3]]), torch.tensor([1]), 0.5)
+
+
+@pytest.mark.parametrize("temperature", [1e-45, 1e-30, 1e-8])
+def test_a_tiny_temperature_samples_the_most_likely_token_instead_of_nan(temperature):
+    """A URL may set T to any positive float (hypothesis found 1.4e-45): logits / T overflow to ±inf, whose
+    softmax is NaN; the limit T -> 0 is the argmax, which sampling must give."""
+    logits = torch.tensor([[2.0, -1.0, 3.5, 0.0], [0.1, 0.3, -7.0, 0.2]])
+    probs = sampling_distribution(logits, temperature)
+    assert torch.equal(probs, F.one_hot(logits.argmax(-1), 4).float())
+    torch.testing.assert_close(sampling_distribution(logits, 0.7), torch.softmax(logits / 0.7, -1))

@@ -1,6 +1,5 @@
 """Entry point: the home page and Sources, the sections of built pages, lecture mode, a tour's bar, then the
 chosen page."""
-import copy
 import sys
 
 import streamlit as st
@@ -13,14 +12,13 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section
-from ui.frame import home, lecture_requested, lecture_toggle, page_templates, tour_bar
+from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
 from ui.page import flag_unknown_params
 
 st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
                    initial_sidebar_state="collapsed" if lecture_requested() else "auto")
-# each run needs its own Page objects (st.navigation marks the chosen one runnable, its run unmarks it), copied
-# from ones built once: building resolves each file's path, 15% of a warm rerun of a light page
-pages = {slug: copy.copy(page) for slug, page in page_templates().items()}
+pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
+         for section_pages in pages_by_section().values() for info in section_pages}
 navigation = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
                            default=True),
                    st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources")]}

@@ -103,13 +103,6 @@ def tour_links(pages: dict[str, st.Page]) -> None:
             st.caption(f"{tour.summary} {len(tour.stops)} stops.")
 
 
-@st.cache_resource(show_spinner=False)
-def page_templates() -> dict[str, st.Page]:
-    """Every built page's st.Page, by slug, built once per server; app.py copies them for each run."""
-    return {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
-            for section_pages in pages_by_section().values() for info in section_pages}
-
-
 def home(pages: dict[str, st.Page]) -> None:
     st.title("How language models compute")
     st.markdown(

@@ -44,6 +44,7 @@ RUN_S = 120  # a run that takes longer never finished
 LEAVE_S = 15  # after a class leaves, how long before the server's memory is read again
 SKIPPED_KEYS = {"lecture"}  # the frame's own switch: not a page's control
 TARGETS = {"open_p95_s": 3.0, "change_p95_s": 1.0, "errors": 0}
+COLD_OPEN_P95_S = 5.0
 
 
 def entry_points() -> list[tuple[str, dict[str, str]]]:
@@ -228,6 +229,8 @@ def main() -> int:
     parser.add_argument("--arrival", type=float, default=ARRIVAL_S, help="seconds over which a class arrives")
     parser.add_argument("--url", default="", help="an already running server or proxy (default: start one)")
     parser.add_argument("--name", default="class_size", help="results file name")
+    parser.add_argument("--cold", action="store_true",
+                        help="the first class meets the server as soon as its port opens, nothing warmed")
     parser.add_argument("--warmers", type=int, default=1,
                         help="sessions that warm the server at once: the number of replicas behind --url")
     args = parser.parse_args()
@@ -235,11 +238,12 @@ def main() -> int:
     server = None if args.url else Server(ROOT / "app.py", ROOT)
     url = args.url or server.url
     try:
-        start = time.perf_counter()
-        warm_every_entry_point(url, args.warmers)
-        if server is not None:
-            server.wait_idle()
-        print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
+        if not args.cold:
+            start = time.perf_counter()
+            warm_every_entry_point(url, args.warmers)
+            if server is not None:
+                server.wait_idle()
+            print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
         classes = [one_class(url, size, args.steady, server, args.arrival) for size in sizes]
     finally:
         if server is not None:
@@ -253,7 +257,8 @@ def main() -> int:
         "versions": {"python": platform.python_version(), "streamlit": version("streamlit"),
                      "locust": version("locust")},
         "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against "
-                  f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, warmed first; "
+                  f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, "
+                  f"{'met cold, as soon as its port opened' if args.cold else 'warmed first'}; "
                   f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, "
                   f"then for {args.steady:.0f} s every student sets one slider, select box or toggle to another "
                   f"random valid value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
@@ -261,7 +266,12 @@ def main() -> int:
         "largest_class_within_1s_p95": knee,
     }
     print(f"largest class with change p95 <= {TARGETS['change_p95_s']} s and no errors: {knee}")
-    failures = [] if knee >= 100 else [f"largest class within targets {knee} < 100"]
+    if args.cold:  # a cold server is judged on its first pages (issue 28: 60 students, p95 <= 5 s)
+        failures = [f"{c['students']} students on a cold server: first page p95 {c['open'].get('p95_s')} s, "
+                    f"{sum(c['errors'].values())} errors" for c in classes
+                    if c["open"].get("p95_s", 99) > COLD_OPEN_P95_S or c["errors"]]
+    else:
+        failures = [] if knee >= 100 else [f"largest class within targets {knee} < 100"]
     return finish(args.name, result, failures)
 
 

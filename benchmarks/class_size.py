@@ -18,6 +18,7 @@ from locust import User, task  # first: gevent patches sockets before anything o
 from locust.env import Environment
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
@@ -82,11 +83,12 @@ class Student(User):
         """The think time, spent as a tab spends it: answering the server's pings (without, a student thinking
         past the server's ping timeout, about a minute, found the connection closed: a BrokenPipe that a
         browser never sees). Locust then waits no further."""
-        self.session.idle(think())
+        self.session.idle(self.rng.expovariate(1 / THINK_MEAN_S))
         return 0.0
 
     def on_start(self) -> None:
-        self.rng = random.Random(id(self))
+        # the n-th student of every class makes the same choices and thinks as long, so runs compare
+        self.rng = random.Random(next(self.numbers))
         self.session = Session(self.host, timeout_s=RUN_S)
         self.page, query = self.rng.choice(entry_points())
         self._record("open", self.page, lambda: self.session.open(self.page, query))
@@ -136,10 +138,6 @@ def warm_every_entry_point(url: str, warmers: int) -> None:
             session.close()
 
 
-def think() -> float:
-    return random.expovariate(1 / THINK_MEAN_S)
-
-
 class ServerSampler:
     """CPU (in cores) and RSS of the server process, every second, while the class runs."""
 
@@ -174,7 +172,7 @@ def percentiles(entry) -> dict:
 
 def one_class(url: str, size: int, steady_s: float, server: Server | None, arrival_s: float = ARRIVAL_S) -> dict:
     """size students arriving over arrival_s, then steady_s of control changes; latencies and server load."""
-    student = type("Student", (Student,), {"host": url, "abstract": False})
+    student = type("Student", (Student,), {"host": url, "abstract": False, "numbers": itertools.count()})
     env = Environment(user_classes=[student])
     runner = env.create_local_runner()
     before_mb = server.rss_mb() if server is not None else None

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
@@ -82,7 +83,10 @@ class Page:
             raw = st.query_params.get(name)
             if raw is not None and not _denotes(raw, low):
                 self.notice(f"URL parameter `{name}={raw[:40]}` is not used: {label} can only be {low} here.")
-                del st.query_params[name]
+                # drawn in the last run (its range shrank since), the parameter is still bound to that slider and
+                # Streamlit refuses to delete it: it goes with the slider's binding at the end of this run
+                with contextlib.suppress(StreamlitAPIException):
+                    del st.query_params[name]
             return low
         # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
         # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default

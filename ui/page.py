@@ -84,7 +84,7 @@ class Page:
             if raw is not None and not _denotes(raw, low):
                 self.notice(f"URL parameter `{name}={raw[:40]}` is not used: {label} can only be {low} here.")
                 # drawn in the last run (its range shrank since), the parameter is still bound to that slider and
-                # Streamlit refuses to delete it: it goes with the slider's binding at the end of this run
+                # Streamlit refuses to delete it: then it stays in the URL, and the notice says it is not used
                 with contextlib.suppress(StreamlitAPIException):
                     del st.query_params[name]
             return low

@@ -25,6 +25,7 @@ import random  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections import Counter  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from importlib.metadata import version  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -183,9 +184,9 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         env.stats.reset_all()
         gevent.sleep(steady_s)
         changed = _merged(env, "change")
-        errors = {}
-        for entry in env.stats.errors.values():  # one entry per page and error: summed per error
-            errors[str(entry.error)[:160]] = errors.get(str(entry.error)[:160], 0) + entry.occurrences
+        errors = Counter()  # Locust keeps one entry per page and error: summed per error
+        for entry in env.stats.errors.values():
+            errors[str(entry.error)[:160]] += entry.occurrences
         with_class_mb = server.rss_mb() if server is not None else None
         in_class = len(sampler.samples)
         runner.quit()
@@ -197,7 +198,7 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         # what the sessions and the views they asked for added, per student: an upper bound on a session's own
         "mb_per_student": round((with_class_mb - before_mb) / size, 2)}
     cores = [s["cores"] for s in sampler.samples[:in_class]]
-    result = {"students": size, "open": arrived, "change": percentiles(changed), "errors": errors,
+    result = {"students": size, "open": arrived, "change": percentiles(changed), "errors": dict(errors),
               "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
                          "cores_max": max(cores, default=None),
                          "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),

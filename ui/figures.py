@@ -126,8 +126,8 @@ def _axis(title: str | None = None, **props) -> dict:
     """An axis of a figure built as a spec: its title, props, and what style() gives every axis."""
     axis = {**({} if title is None else {"title": {"text": title}}),
             **{key: value for key, value in props.items() if value is not None}, "automargin": True}
-    if _tick_format(axis.get("type")):
-        axis["tickformat"] = _tick_format(axis.get("type"))
+    if tick_format := _tick_format(axis.get("type")):
+        axis["tickformat"] = tick_format
     return axis
 
 

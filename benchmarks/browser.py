@@ -12,7 +12,7 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, IDLE
+from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, DRAWN, IDLE
 
 VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
 RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
@@ -66,8 +66,9 @@ def new_tab(browser, app_url: str, **context_options):
 
 def settle(tab) -> None:
     """Wait until a script run has finished since the last settle (the action before this one caused it), the
-    browser has drawn what it sent (two animation frames), and the app is idle, as Streamlit's own e2e tests
-    wait. How fast a page is belongs to the benchmarks; here a slow run under load only waits longer."""
+    browser has drawn what it sent (two animation frames, no element still waiting for its code), and the app
+    is idle, as Streamlit's own e2e tests wait. How fast a page is belongs to the benchmarks; here a slow run
+    under load only waits longer."""
     runs = tab.runs
     deadline = time.monotonic() + RUN_S
     while runs.finished <= runs.settled:
@@ -75,6 +76,7 @@ def settle(tab) -> None:
         tab.wait_for_timeout(20)  # lets playwright deliver the websocket's frames to the counter
     tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
+    tab.wait_for_function(DRAWN, timeout=RUN_S * 1000)
     runs.settled = runs.finished
 
 

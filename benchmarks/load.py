@@ -35,6 +35,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"  # as Streamlit's own e2e tests wait
+# Streamlit loads most elements' code on first use (React.lazy) and shows a skeleton meanwhile: a run can have
+# finished while a tab's first button is still a skeleton (under load, 3 first visits in 12 of a tour's page)
+DRAWN = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
 BOOT_S = 60
 VISIT_S = 180  # the most one visit may take before it counts as failed
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -133,6 +136,7 @@ async def visit(browser, url: str) -> dict:
         await tab.wait_for_selector(IDLE, timeout=VISIT_S * 1000)
         await tab.wait_for_timeout(300)  # the state can flip back briefly once the page asks for a rerun
         await tab.wait_for_selector(IDLE, timeout=VISIT_S * 1000)
+        await tab.wait_for_function(DRAWN, timeout=VISIT_S * 1000)
         seconds = time.perf_counter() - start
         exceptions = await tab.locator("[data-testid='stException']").all_inner_texts()
         return {"seconds": seconds, "exceptions": exceptions, "failed": None}

@@ -35,6 +35,7 @@ class Widget:
     key: str  # the URL parameter it is bound to, else its user key ("" if none)
     kind: str  # the Element field: "slider", "selectbox", "checkbox" (toggles too), "button", …
     proto: object  # the element's own message: options, bounds, defaults
+    fragment_id: str = ""  # drawn by an st.fragment: a change reruns only that fragment, as in the browser
 
 
 @dataclass
@@ -120,31 +121,34 @@ class Session:
         self.states[widget.id] = state
         if widget.key:
             self.query[widget.key] = _url_value(value)
-        return self._rerun()
+        return self._rerun(fragment_id=widget.fragment_id)
 
     def press(self, key: str) -> Run:
         """Click the button with user key `key`: a trigger, true for this run only, as the browser sends it."""
-        state = WidgetState(id=self.widgets[key].id, trigger_value=True)
+        button = self.widgets[key]
+        state = WidgetState(id=button.id, trigger_value=True)
         others = [s for s in self.states.values() if s.id != state.id]
-        return self._rerun(extra=[*others, state], keep=False)
+        return self._rerun(extra=[*others, state], keep=False, fragment_id=button.fragment_id)
 
-    def _rerun(self, page_name: str = "", extra: list[WidgetState] | None = None, keep: bool = True) -> Run:
+    def _rerun(self, page_name: str = "", extra: list[WidgetState] | None = None, keep: bool = True,
+               fragment_id: str = "") -> Run:
         message = BackMsg()
         client = message.rerun_script
         client.query_string = urlencode(self.query)
         client.page_script_hash = self.page_hash
         client.page_name = page_name
+        client.fragment_id = fragment_id
         client.widget_states.widgets.extend(extra if not keep else self.states.values())
         client.cached_message_hashes.extend(self._cache)
         start = time.perf_counter()
         try:
             self._socket.send_binary(message.SerializeToString())
-            return self._read_run(start)
+            return self._read_run(start, whole=not fragment_id)
         except (websocket.WebSocketException, OSError) as error:
             self.close()
             raise RunFailed(f"{type(error).__name__}: {error}") from error
 
-    def _read_run(self, start: float) -> Run:
+    def _read_run(self, start: float, whole: bool) -> Run:
         widgets: dict[str, Widget] = {}
         exceptions, texts, received = [], [], 0
         while True:
@@ -165,21 +169,23 @@ class Session:
             elif kind == "page_not_found":
                 texts.append(f"page not found: {message.page_not_found.page_name}")
             elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
-                _read_element(message.delta.new_element, widgets, exceptions, texts)
+                _read_element(message.delta, widgets, exceptions, texts)
             elif kind == "script_finished":
                 status = FINISHED(message.script_finished)
                 if status == "FINISHED_EARLY_FOR_RERUN":  # the page asked for a rerun: wait for that one
                     continue
-                self.widgets = widgets or self.widgets
+                # a fragment's run draws only its own controls; a run that stopped early may draw none
+                self.widgets = widgets if whole and widgets else self.widgets | widgets
                 return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received)
 
 
-def _read_element(element, widgets: dict[str, Widget], exceptions: list[str], texts: list[str]) -> None:
+def _read_element(delta, widgets: dict[str, Widget], exceptions: list[str], texts: list[str]) -> None:
+    element = delta.new_element
     kind = element.WhichOneof("type")
     if kind in CONTROLS:
         proto = getattr(element, kind)
         key = getattr(proto, "query_param_key", "") or proto.id.rsplit("-", 1)[-1]
-        widgets[key] = Widget(proto.id, key, kind, proto)
+        widgets[key] = Widget(proto.id, key, kind, proto, delta.fragment_id)
     elif kind == "exception":
         exceptions.append(f"{element.exception.type}: {element.exception.message}")
     elif kind in ("markdown", "heading", "alert"):

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import numpy as np
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
@@ -62,7 +63,11 @@ class Page:
         self._about.markdown(text)
 
     def notice(self, message: str) -> None:
-        self._notices.info(message, icon=":material/info:")
+        # a fragment's own rerun may write outside itself only where it wrote in the last full run (else Streamlit
+        # raises): a notice that first appears then, for a control inside the fragment, is drawn in its place
+        ctx = get_script_run_ctx()
+        where = st if ctx is not None and ctx.fragment_ids_this_run else self._notices
+        where.info(message, icon=":material/info:")
 
     def _bound(self, widget: Callable[..., Any], name: str, expected: str, *args: Any, where: Any = None,
                **kwargs: Any) -> Any:

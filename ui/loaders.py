@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import streamlit as st
 
 from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper, SmolLMStepper
@@ -13,7 +14,7 @@ from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.fasttext import FastTextModel
 from engine.embeddings.fasttext import load_model as load_fasttext
 from engine.embeddings.glove import load_glove
-from engine.embeddings.subwords import collisions, ngrams
+from engine.embeddings.subwords import collisions, fnv1a_each, ngrams
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.train_glove import load_glove_checkpoint
 from engine.embeddings.vectors import WordVectors
@@ -104,12 +105,21 @@ def fasttext_checkpoint() -> tuple[FastTextModel, WordVectors, dict]:
     return model, model.word_vectors(), extra
 
 
-@st.cache_data(max_entries=8, show_spinner="Hashing the vocabulary's n-grams into buckets…")
-def ngram_collisions(min_n: int, max_n: int, n_buckets: int) -> tuple[int, dict[int, list[str]]]:
-    """How many distinct n-grams the FastText vocabulary's words have, and the buckets several of them share."""
+@st.cache_resource(max_entries=8, show_spinner="Hashing the vocabulary's n-grams…")
+def ngram_hashes(min_n: int, max_n: int) -> tuple[list[str], np.ndarray]:
+    """The FastText vocabulary's distinct n-grams and their FNV-1a hashes, (G,): the same for every bucket count.
+    Read only, so shared without a copy."""
     words = fasttext_checkpoint()[0].vocab.words
     grams = list(dict.fromkeys(g for w in words for g in ngrams(w, min_n, max_n)))
-    return len(grams), collisions(grams, n_buckets)
+    return grams, fnv1a_each(grams)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Hashing the vocabulary's n-grams into buckets…")
+def ngram_collisions(min_n: int, max_n: int, n_buckets: int) -> tuple[int, dict[int, list[str]]]:
+    """How many distinct n-grams the FastText vocabulary's words have, and the buckets several of them share.
+    Read only, so shared without a copy: st.cache_data unpickled up to 60,000 n-grams at every run."""
+    grams, hashes = ngram_hashes(min_n, max_n)
+    return len(grams), collisions(grams, n_buckets, hashes)
 
 
 @st.cache_resource(show_spinner="Reading the corpus: the Wikipedia sample is extracted from its dump, about 3 s…")

@@ -6,7 +6,7 @@ from gensim.models.fasttext import ft_ngram_hashes
 from gensim.models.fasttext_inner import compute_ngrams_bytes
 
 from engine.embeddings.corpus import load_corpus
-from engine.embeddings.subwords import buckets, collisions, fnv1a, ngrams, subword_vector, word_ngrams
+from engine.embeddings.subwords import buckets, collisions, fnv1a, fnv1a_each, ngrams, subword_vector, word_ngrams
 from engine.errors import InputError
 
 WORDS = ["where", "lecturerz", "a", "naïve", "straße", "日本語", "x<y"]
@@ -32,6 +32,18 @@ def test_fnv1a_by_hand_and_collisions():
     shared = collisions(grams, 7)  # 7 buckets for 26 n-grams: some must share
     assert shared and all(len(set(found)) > 1 for found in shared.values())
     assert all(fnv1a(g) % 7 == bucket for bucket, found in shared.items() for g in found)
+
+
+def test_collisions_group_the_n_grams_by_the_buckets_gensim_computes():
+    grams, sharing = [], {}
+    for word in ["lecturer", "lecture", "where", "naïve", "straße", "日本語"]:
+        for gram, bucket in zip(ngrams(word, 3, 6), ft_ngram_hashes(word, 3, 6, 50)):
+            if gram not in grams:
+                grams.append(gram)
+                sharing.setdefault(bucket, []).append(gram)
+    expected = {bucket: found for bucket, found in sharing.items() if len(found) > 1}
+    assert expected and collisions(grams, 50) == expected
+    assert list(collisions(grams, 50, fnv1a_each(grams)).items()) == list(expected.items())  # hashed once
 
 
 def test_an_unseen_words_vector_is_the_sum_of_its_ngram_vectors_and_gensims_is_their_mean():

@@ -17,25 +17,29 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import WordVectors
-from ui import queued
+from ui import figures, queued
 from ui.jobs import QueueFull
 from ui.tables import neighbour_table
 
 
-def loss_curve(where, losses: list[float], label: str = "loss per example",
+def loss_curve(losses: list[float], label: str = "loss per example",
                x_label: str = "report (equal stretches of updates)") -> None:
-    """The training loss so far; a single number until there are two points to join."""
+    """The training loss so far; a single number until there are two points to join. A shared figure: every
+    student watching one training draws the same curve at each report, built once (an Altair chart built per
+    session and report held the server's Python for long enough that 30 students training at once made those
+    moving controls wait seconds)."""
     if len(losses) < 2:
-        where.metric(label[:1].upper() + label[1:], f"{losses[-1]:.3f}" if losses else "–")
+        st.metric(label[:1].upper() + label[1:], f"{losses[-1]:.3f}" if losses else "–")
     else:
-        where.line_chart({label: losses}, height=220, x_label=x_label, y_label=label)
+        figures.show(figures.lines(list(range(1, len(losses) + 1)), {label: list(losses)}, title="Training loss",
+                                   x_title=x_label, y_title=label, markers=False, height=260))
 
 
 def buttons() -> bool:
     """Train and Stop in one row; whether Train was pressed."""
     b1, b2, _ = st.columns([1, 1, 4])
-    start = b1.button("Train", type="primary")
-    b2.button("Stop")  # its rerun ends the run in progress
+    start = b1.button("Train", key="train", type="primary")
+    b2.button("Stop", key="stop")  # its rerun ends the run in progress
     return start
 
 
@@ -58,7 +62,8 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
             chart = st.empty()
         latest = model
         st.session_state[key] = (settings, model)
-        loss_curve(chart, model.losses, **curve)
+        with chart:
+            loss_curve(model.losses, **curve)
 
     try:
         model = queued.run(kind, repr((settings, reads)), work, "Training", estimate, show)

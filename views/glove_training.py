@@ -79,7 +79,7 @@ if result is not None:
     vectors = model.word_vectors()
     st.subheader(f"Your model ({training.state(model)}): {trained_on}, window {trained_window}, d = {trained.dim}, "
                  f"{'biases' if trained.biases else 'no biases'}, {len(vectors):,} words, {model.seconds:.1f} s")
-    training.loss_curve(st, model.losses, label="J per nonzero X_ij", x_label="epoch")
+    training.loss_curve(model.losses, label="J per nonzero X_ij", x_label="epoch")
     training.neighbour_columns(page, vectors, probes)
     with page.guard():
         scored = st.session_state.get(SCORED)

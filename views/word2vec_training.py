@@ -86,7 +86,7 @@ if result is not None:
     vectors = WordVectors(model.vocab.words, model.input_vectors.numpy())
     st.subheader(f"Your model ({training.state(model)}): {trained_config.architecture}, {trained_config.objective}, "
                  f"d = {trained_config.dim}, {len(vectors):,} words, {model.seconds:.1f} s")
-    training.loss_curve(st, model.losses)
+    training.loss_curve(model.losses)
     training.neighbour_columns(page, vectors, probes)
 
 st.subheader("Shipped checkpoints: ours beside gensim's on the Wikipedia sample")

@@ -218,7 +218,8 @@ def test_word2vec_trains_on_lee_and_shows_neighbours():
     assert_clean(at)
     heading = next(s.value for s in at.subheader if s.value.startswith("Your model"))
     assert heading.startswith("Your model (finished): skipgram, negative, d = 10, 1,776 words")
-    assert len(at.get("vega_lite_chart")) == 1  # one loss curve: the live one gives way to the model's
+    curves = ['"Training loss"' in chart.proto.spec for chart in at.get("plotly_chart")]
+    assert curves.count(True) == 1  # one loss curve: the live one gives way to the model's
     looked_up = [t for t in texts(at) if "nearest to" in t]  # each table is titled, above or below it
     assert [t.strip("*") for t in looked_up] == ["nearest to “minister”", "nearest to “fire”",
                                                   "nearest to “police”"]

@@ -20,6 +20,16 @@ if st.button("Go", key="go"):
 if x == 9:
     raise ValueError("nine is refused")
 st.markdown(f"x={x} kind={kind} on={on} squared={x * x}")
+st.session_state["full runs"] = st.session_state.get("full runs", 0) + 1
+
+
+@st.fragment
+def part():
+    y = st.slider("y", 0, 10, 1, key="y", bind="query-params")
+    st.markdown(f"y={y} full runs={st.session_state['full runs']}")
+
+
+part()
 '''
 
 
@@ -55,10 +65,25 @@ def test_control_changes_and_presses_rerun_with_every_value_set_so_far(small_app
         assert "x=7 kind=additive on=True squared=49" in session.change("on", True).texts
         assert session.query == {"x": "7", "kind": "additive", "on": "true"}  # the URL the browser would show
         pressed = session.press("go")
-        assert pressed.texts[-2:] == ["pressed", "x=7 kind=additive on=True squared=49"]
+        assert pressed.texts[-3:-1] == ["pressed", "x=7 kind=additive on=True squared=49"]
         assert "pressed" not in session.change("x", 2).texts  # a trigger lasts one run
         refused = session.change("x", 9)
         assert refused.exceptions == ["ValueError: nine is refused"]
+    finally:
+        session.close()
+
+
+def test_a_control_inside_a_fragment_reruns_only_the_fragment_as_in_the_browser(small_app):
+    session = Session(small_app, timeout_s=60)
+    try:
+        session.open("")
+        assert session.widgets["y"].fragment_id and not session.widgets["x"].fragment_id
+        run = session.change("y", 4)
+        assert run.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"
+        assert run.texts == ["y=4 full runs=1"] and set(run.widgets) == {"y"}  # the page's script did not run
+        assert {"x", "kind", "on", "go", "y"} <= set(session.widgets)  # the page's other controls are kept
+        assert "x=6 kind=dot on=False squared=36" in session.change("x", 6).texts
+        assert session.change("y", 2).texts == ["y=2 full runs=2"]
     finally:
         session.close()
 

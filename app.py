@@ -13,6 +13,7 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
 from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section
 from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
+from ui.pace import paced
 from ui.page import flag_unknown_params
 
 st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
@@ -27,8 +28,9 @@ for section, infos in pages_by_section().items():
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
 lecture_toggle()
 tour_bar(pages, page)
-try:
-    page.run()
-except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works
-    st.error(str(error), icon=":material/broken_image:")
+with paced():  # a session rerunning without pause waits between its runs, not the class
+    try:
+        page.run()
+    except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works
+        st.error(str(error), icon=":material/broken_image:")
 flag_unknown_params()

@@ -5,6 +5,9 @@ import torch
 # gensim's reference computations are many small BLAS calls: one thread each is faster than two
 # threads fighting a busy 2-core machine (measured 10-15x slower with the default).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# the suite's sessions, in AppTest and in the servers it starts, rerun without pause on purpose: ui/pace.py would
+# make them wait as it makes a flooding tab wait (its own tests set the share they check)
+os.environ.setdefault("HOW_LMS_PACE_SHARE", "1")
 # Without a GPU, our Triton kernel runs under Triton's interpreter. Triton reads this when a kernel is
 # decorated, at the first import of engine.efficiency.triton_flash, which the app tests reach before the
 # kernel's own tests: so it is set here, before any test module is imported.

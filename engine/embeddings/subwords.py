@@ -50,9 +50,13 @@ def fnv1a_each(grams: list[str]) -> np.ndarray:
     return np.array([fnv1a(g) for g in grams], dtype=np.int64)
 
 
-def buckets(grams: list[str], n_buckets: int) -> list[int]:
+def check_buckets(n_buckets: int) -> None:
     if n_buckets < 1:
         raise InputError(f"there must be at least one bucket, not {n_buckets}")
+
+
+def buckets(grams: list[str], n_buckets: int) -> list[int]:
+    check_buckets(n_buckets)
     return [fnv1a(g) % n_buckets for g in grams]
 
 
@@ -60,8 +64,7 @@ def collisions(grams: list[str], n_buckets: int, hashes: np.ndarray | None = Non
     """The buckets that more than one distinct n-gram hashes to, with those n-grams: they share one vector.
     hashes: fnv1a of each of grams, all distinct, if already known (they do not depend on n_buckets; hashing
     a vocabulary's 100,000 n-grams byte by byte takes a tenth of a second, the grouping a few ms)."""
-    if n_buckets < 1:
-        raise InputError(f"there must be at least one bucket, not {n_buckets}")
+    check_buckets(n_buckets)
     if hashes is None:
         grams = list(dict.fromkeys(grams))
         hashes = fnv1a_each(grams)

@@ -3,9 +3,11 @@ held-down key, a script, a stuck client) waits between its runs.
 
 Every session's script runs in a thread of one process, and Python work takes turns on one core (the GIL), so a
 session rerunning flat out takes a share of it from everyone (one such session among 50 students raised their
-p95 from 0.42 to 1.1 s). What is limited is the share of time a session's runs take, not their count: a bucket of
-BURST_S seconds of running, refilled at SHARE seconds per second. A student who changes a control every few
-seconds never empties it; past it, a run first sleeps (a sleep holds no lock and no core) and the tab says why.
+p95 from 0.42 to 1.1 s). What is limited is the share of the processor a session's runs take, not their count: a
+bucket of BURST_S seconds of its script thread's CPU time, refilled at SHARE seconds per second. CPU time, not
+the run's length: a run that waits (for its job in the server's line, for a cold server's start-up) costs the
+others nothing and must not make its student wait afterwards. A student who changes a control every few seconds
+never empties the bucket; past it, a run first sleeps (a sleep holds no lock and no core) and the tab says why.
 """
 from __future__ import annotations
 
@@ -19,20 +21,15 @@ import streamlit as st
 # of the wall time, a session's runs may take once its burst is spent; 1 lifts the limit (the test suite's
 # sessions rerun without pause on purpose, tests/conftest.py)
 SHARE = float(os.environ.get("HOW_LMS_PACE_SHARE", "0.2"))
-BURST_S = 4.0  # seconds of running in a row before any wait: a quick series of changes never waits
+BURST_S = 4.0  # CPU seconds of runs in a row before any wait: a quick series of changes never waits
 LONGEST_WAIT_S = 5.0
 BUCKET = "_pace_bucket"
 TOLD = "_pace_told"
 
 
 def refilled(level: float, since: float) -> float:
-    """The bucket's level (seconds of running it allows) after `since` seconds without a run."""
+    """The bucket's level (CPU seconds it allows) `since` seconds later, before what was spent meanwhile."""
     return min(BURST_S, level + since * SHARE)
-
-
-def spent(seconds: float) -> float:
-    """What a run of `seconds` takes from the bucket: its time, less the share that refilled meanwhile."""
-    return seconds * (1.0 - SHARE)
 
 
 def wait_for(level: float) -> float:
@@ -53,9 +50,9 @@ def paced() -> Iterator[None]:
                      "not slowed down.", icon=":material/speed:")
         time.sleep(wait)
         level += wait * SHARE
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.thread_time()  # the script runs in this thread, start to end
     try:
         yield
     finally:
         now = time.monotonic()
-        st.session_state[BUCKET] = (level - spent(now - start), now)
+        st.session_state[BUCKET] = (refilled(level, now - start) - (time.thread_time() - cpu), now)

@@ -1,5 +1,8 @@
 """A session rerunning without pause waits between its runs (ui/pace.py); a student changing a control every few
 seconds never does. SHARE is the app's default, 0.2, whatever the suite's environment lifts it to."""
+import threading
+import time
+
 import pytest
 
 from ui import pace
@@ -10,14 +13,15 @@ def default_share(monkeypatch):
     monkeypatch.setattr(pace, "SHARE", 0.2)
 
 
-def waits(runs: list[tuple[float, float]]) -> list[float]:
-    """The wait before each run, given (gap since the last run ended, seconds the run takes)."""
+def waits(runs: list[tuple[float, ...]]) -> list[float]:
+    """The wait before each run, given (gap since the last run ended, seconds the run takes[, of them CPU seconds
+    of its thread]: all of them unless said)."""
     level, found = pace.BURST_S, []
-    for gap, seconds in runs:
+    for gap, seconds, *cpu in runs:
         level = pace.refilled(level, gap)
         wait = pace.wait_for(level)
         found.append(wait)
-        level += wait * pace.SHARE - pace.spent(seconds)
+        level = pace.refilled(level + wait * pace.SHARE, seconds) - (cpu[0] if cpu else seconds)
     return found
 
 
@@ -34,5 +38,33 @@ def test_a_session_rerunning_without_pause_gets_its_share_and_no_more():
     assert busy / (busy + sum(later)) == pytest.approx(pace.SHARE)  # after the burst, runs take SHARE of the time
 
 
+def test_a_run_that_waited_in_line_costs_its_student_nothing_afterwards():
+    # 30 s waiting for a training in the server's line, 0.2 s of it the page's own Python; then quick changes
+    assert waits([(0.0, 30.0, 0.2)] + [(0.5, 0.3)] * 10) == [0.0] * 11
+
+
 def test_a_long_debt_waits_at_most_the_longest_wait():
     assert pace.wait_for(-100.0) == pace.LONGEST_WAIT_S
+
+
+def test_paced_counts_the_runs_own_processor_time_not_its_waiting(monkeypatch):
+    state, slept = {}, []
+    monkeypatch.setattr(pace, "st", type("FakeStreamlit", (), {"session_state": state, "toast": lambda *a, **k: None}))
+    monkeypatch.setattr(pace.time, "sleep", slept.append)  # the pacing's own waits, recorded instead of slept
+    monkeypatch.setattr(pace, "BURST_S", 0.2)
+
+    def run(body) -> None:
+        with pace.paced():
+            body()
+
+    def burn(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    for _ in range(3):
+        run(lambda: threading.Event().wait(0.3))  # waiting for a job: no processor time
+    assert slept == []
+    for _ in range(3):
+        run(lambda: burn(0.15))  # the page's own Python, flat out
+    assert slept and all(wait > 0 for wait in slept)

@@ -55,4 +55,5 @@ def paced() -> Iterator[None]:
         yield
     finally:
         now = time.monotonic()
-        st.session_state[BUCKET] = (refilled(level, now - start) - (time.thread_time() - cpu), now)
+        # spent, then refilled over the run's length: with SHARE = 1 no run can leave a debt
+        st.session_state[BUCKET] = (refilled(level - (time.thread_time() - cpu), now - start), now)

@@ -21,7 +21,7 @@ def waits(runs: list[tuple[float, ...]]) -> list[float]:
         level = pace.refilled(level, gap)
         wait = pace.wait_for(level)
         found.append(wait)
-        level = pace.refilled(level + wait * pace.SHARE, seconds) - (cpu[0] if cpu else seconds)
+        level = pace.refilled(level + wait * pace.SHARE - (cpu[0] if cpu else seconds), seconds)
     return found
 
 
@@ -41,6 +41,11 @@ def test_a_session_rerunning_without_pause_gets_its_share_and_no_more():
 def test_a_run_that_waited_in_line_costs_its_student_nothing_afterwards():
     # 30 s waiting for a training in the server's line, 0.2 s of it the page's own Python; then quick changes
     assert waits([(0.0, 30.0, 0.2)] + [(0.5, 0.3)] * 10) == [0.0] * 11
+
+
+def test_a_share_of_one_never_waits(monkeypatch):
+    monkeypatch.setattr(pace, "SHARE", 1.0)  # the suite's setting: its sessions rerun without pause on purpose
+    assert waits([(0.0, 6.0)] * 5 + [(0.0, 0.3)] * 50) == [0.0] * 55  # runs longer than the burst included
 
 
 def test_a_long_debt_waits_at_most_the_longest_wait():

@@ -57,6 +57,7 @@ def test_paced_counts_the_runs_own_processor_time_not_its_waiting(monkeypatch):
     monkeypatch.setattr(pace, "st", type("FakeStreamlit", (), {"session_state": state, "toast": lambda *a, **k: None}))
     monkeypatch.setattr(pace.time, "sleep", slept.append)  # the pacing's own waits, recorded instead of slept
     monkeypatch.setattr(pace, "BURST_S", 0.2)
+    monkeypatch.setattr(pace, "SHARE", 0.01)  # a busy machine's longer runs refill next to nothing
 
     def run(body) -> None:
         with pace.paced():

@@ -24,6 +24,7 @@ from ui.tours import STOP_PARAM, TOUR_PARAM
 
 BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
 DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
+SHOWN_PAGE = "_shown_page"  # session key: the url_path of the page the last run drew
 
 
 def _denotes(raw: str, value: Any) -> bool:
@@ -154,6 +155,21 @@ def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:
         values.append(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))))
         column.metric(label, f"{values[-1]:.1e}")
     return values
+
+
+def open_page(url_path: str) -> None:
+    """Before a page runs: if it is not the page the last run drew, forget the last page's control values.
+
+    Streamlit hands a keyed widget the value its key held on the page before, so every page whose control
+    shares a name with another's (`word`, `text`, `window`) opened with that page's value from the sidebar:
+    hierarchical softmax after word2vec said "'music' is not among the 1,776 words". A page opens at its own
+    defaults, or at what its URL says (a tour's stop, a shared link, Back and Forward)."""
+    if st.session_state.get(SHOWN_PAGE) == url_path:
+        return
+    for name in st.session_state.get(DRAWN_PARAMS, set()):
+        st.session_state.pop(name, None)
+    st.session_state[DRAWN_PARAMS] = set()
+    st.session_state[SHOWN_PAGE] = url_path
 
 
 def flag_unknown_params() -> None:

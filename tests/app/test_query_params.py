@@ -102,3 +102,23 @@ def test_good_values_round_trip(slug):
         again = next(w for kind in KINDS for w in getattr(reopened, kind) if w.key == name)
         assert denotes(str(value), again.value), (name, value, again.value)
         assert not any(f"URL parameter `{name}=" in i.value for i in reopened.info)
+
+
+def controls(at) -> dict:
+    return {w.key: w.value for kind in KINDS for w in getattr(at, kind) if w.key not in FRAME}
+
+
+@pytest.mark.parametrize("before, after, typed", [
+    ("word2vec_training", "hierarchical_softmax", None),  # both have `word`, with different defaults
+    ("one_hot", "skipgram_pairs", "the dog sat on the rug"),  # both have `text`; the first one typed
+])
+def test_a_page_opened_from_another_starts_at_its_own_defaults(before, after, typed):
+    """Streamlit gives a keyed widget the value its key held on the page before; from the sidebar a page
+    showed the last page's `word` ('music' is not among hierarchical softmax's words)."""
+    at = open_page(before)
+    if typed is not None:
+        at.text_input(key="text").set_value(typed).run()
+    at.switch_page(f"views/{after}.py").run()
+    assert not at.exception
+    assert controls(at) == controls(open_page(after))
+    assert not at.query_params

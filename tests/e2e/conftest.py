@@ -15,6 +15,7 @@ from benchmarks.browser import (  # noqa: F401 (the browser-test modules import 
     assert_clean,
     assert_no_exception,
     chromium,
+    go,
     new_tab,
     open_url,
     save_screenshot,
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HAVE_CHROMIUM = Path(CHROMIUM).exists()
 NO_CHROMIUM = f"{CHROMIUM} is missing (apt-get install -y chromium): the browser tests need it"
 SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"  # gitignored
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def pytest_configure(config):
@@ -71,6 +73,42 @@ def page(browser, app_url):
         tab.context.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.session.e2e_failed = item.nodeid  # a walk's next test starts in a fresh tab (see walker)
+    return report
+
+
+@pytest.fixture(scope="module")
+def _walk(browser, app_url):
+    tabs = []
+    yield tabs
+    for tab in tabs:
+        tab.context.close()
+
+
+@pytest.fixture
+def walker(_walk, browser, app_url, request):
+    """One tab that the module's tests share, moving from page to page as a student does (go, the sidebar)
+    rather than each loading the app afresh: a fresh load costs chromium about 5 s of CPU, a move a few hundred
+    ms. It starts on the home page; after a test fails, the next gets a fresh tab, so one failure is not many."""
+    if not _walk or getattr(request.session, "e2e_failed", None):
+        request.session.e2e_failed = None
+        tab = new_tab(browser, app_url)
+        open_url(tab, "/")
+        _walk.append(tab)
+    return _walk[-1]
+
+
 def screenshot(tab, name: str, whole_page: bool = True) -> None:
     """tests/e2e/screenshots/<name>.png: the whole page, or the window's first screen."""
     save_screenshot(tab, SCREENSHOTS / f"{name}.png", whole_page)
+
+
+def download(tab, click) -> bytes:
+    """The bytes of the file that click() makes the tab download."""
+    with tab.expect_download(timeout=30_000) as info:
+        click()
+    return open(info.value.path(), "rb").read()

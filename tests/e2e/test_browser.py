@@ -1,10 +1,13 @@
-"""Every page through the sidebar with a control moved, shared links, lecture mode and bad input, in chromium.
+"""Every page through the sidebar with a control moved, shared links, lecture mode, bad input, and what lecturers
+take away (every figure as PNG and SVG, every table as CSV), in chromium.
 
 Starts the real app with `streamlit run` (see conftest.py). Full-page screenshots land in
 tests/e2e/screenshots/ (gitignored) for a person to look at.
 """
 from __future__ import annotations
 
+import csv
+import io
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -13,8 +16,10 @@ import pytest
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
+    PNG_SIGNATURE,
     assert_clean,
     assert_no_exception,
+    download,
     open_url,
     screenshot,
     settle,
@@ -69,8 +74,9 @@ def move(tab, slug: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("info", PAGES, ids=[p.slug for p in PAGES])
-def test_every_page_opens_from_the_sidebar_and_its_main_control_writes_the_url(page, info):
-    open_url(page, "/")
+def test_every_page_opens_from_the_sidebar_and_its_main_control_writes_the_url(walker, info):
+    """The pages one after another in one tab, as a student clicks through the sidebar."""
+    page = walker
     nav_link(page, info.slug).click()
     page.wait_for_url(re.compile(rf"/{re.escape(info.slug)}(\?.*)?$"))
     settle(page)
@@ -135,3 +141,33 @@ def test_typed_matrix_of_the_wrong_width_gets_a_message(page):
     warning = page.locator("[data-testid='stAlert']").filter(has_text="same width")
     assert warning.count() >= 1, [a.inner_text() for a in page.locator("[data-testid='stAlert']").all()]
     screenshot(page, "bad_matrix")
+
+
+def test_a_figure_downloads_as_png_and_svg_and_a_table_as_csv(page):
+    # where the browser offers a save dialog (File System Access), Streamlit saves a table through it; headless
+    # chromium has no dialog to answer, so the test takes the other path Streamlit has, a plain download
+    page.add_init_script("delete window.showSaveFilePicker")
+    open_url(page, "/sinusoidal")
+    wait_for_plots(page)
+    plots = page.locator(".js-plotly-plot")
+    assert plots.count() > 1
+    for i in range(plots.count()):  # one SVG button beside each camera, however often the page redraws
+        assert plots.nth(i).locator(".arc-svg").count() == 1
+    plot = plots.first
+    title = plot.locator(".gtitle").text_content()
+    plot.hover()
+    png = download(page, lambda: plot.locator(".modebar-btn[data-title='Download plot as a PNG']").click())
+    assert png.startswith(PNG_SIGNATURE)
+    plot.hover()
+    svg = download(page, lambda: plot.locator(".arc-svg").click()).decode()
+    assert svg.lstrip().startswith("<svg") and title in svg
+
+    table = page.locator("[data-testid='stDataFrame']").first
+    table.hover()
+    # the toolbar fades in over the table and never holds still long enough for a pointer click
+    csv_button = page.get_by_role("button", name="Download as CSV").first
+    data = download(page, lambda: csv_button.dispatch_event("click"))
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    assert rows[0] == ["position", "printed in 002", "computed here (d_model = 4, base 10000)"]
+    assert rows[2][1] == "[0.84147, 0.54030, 0.00999983, 0.99995]"
+    assert_no_exception(page)

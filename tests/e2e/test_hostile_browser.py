@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.app.test_query_params import control_names
-from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, assert_no_exception, open_url, settle
+from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, assert_no_exception, go, settle
 from ui.catalog import PAGES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
@@ -58,14 +58,15 @@ def reveal(page, box) -> None:
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 @settings(max_examples=1, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_hostile_urls_and_typing_break_nothing(page, slug, data):
+def test_hostile_urls_and_typing_break_nothing(walker, slug, data):
+    page = walker  # one tab moves from URL to URL (go): the server runs each as a pasted link
     known = control_names(slug)
     names = st.one_of(st.sampled_from(known), st.text(min_size=1, max_size=8)) if known else st.text(min_size=1,
                                                                                                      max_size=8)
     params = data.draw(st.dictionaries(names, hostile, min_size=2, max_size=4))
     params.pop("lecture", None)
     params |= {key: MARKUP for key in text_controls(slug)}
-    open_url(page, f"/{slug}?{urlencode(params)}")
+    go(page, f"/{slug}?{urlencode(params)}")
     assert_no_exception(page)
     assert not page.evaluate(INJECTED)
     for key in text_controls(slug):

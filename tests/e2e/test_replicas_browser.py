@@ -29,13 +29,14 @@ from serve.replicas import Replicas
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
+    PNG_SIGNATURE,
     assert_no_exception,
+    download,
     new_tab,
     open_url,
     settle,
     wait_for_plots,
 )
-from tests.e2e.test_export_browser import PNG_SIGNATURE, download
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM),
               pytest.mark.skipif(not Path(HAPROXY).exists(),

@@ -3,13 +3,30 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+# CPython 3.11's compiler is not safe in two threads at once ("SystemError: AST constructor recursion depth
+# mismatch", seen once in the suite). A server compiles each script once, under its one ScriptCache's lock; AppTest
+# makes a new ScriptCache at every run, so AppTests run in threads (test_heavy_jobs: students pressing Train at
+# once) compiled app.py together. Here every ScriptCache compiles under one lock, as the server's one does.
+_COMPILING = threading.Lock()
+_compiled = ScriptCache.get_bytecode
+
+
+def _one_at_a_time(cache: ScriptCache, script_path: str):
+    with _COMPILING:
+        return _compiled(cache, script_path)
+
+
+ScriptCache.get_bytecode = _one_at_a_time
 
 
 def open_page(slug: str | None = None, **params: str) -> AppTest:

@@ -104,11 +104,14 @@ def test_lecture_mode_fits_every_page_on_a_1280_by_720_projector(tab_at):
     assert not problems, problems
 
 
-@pytest.mark.parametrize("slug", ["rope", "multi_head", "flash_attention"])
-def test_lecture_mode_at_1920_by_1080(tab_at, slug):
+def test_lecture_mode_at_1920_by_1080(tab_at):
     tab = tab_at(1920, 1080)
-    assert layout_problems(tab, slug, 1080) == []
-    screenshot(tab, f"lecture_1920_{slug}", whole_page=False)
+    problems = {}
+    for i, slug in enumerate(["rope", "multi_head", "flash_attention"]):
+        if found := layout_problems(tab, slug, 1080, open_url if i == 0 else go):
+            problems[slug] = found
+        screenshot(tab, f"lecture_1920_{slug}", whole_page=False)
+    assert not problems, problems
 
 
 def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_the_toolbar_leaves_the_title(tab_at):

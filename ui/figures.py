@@ -287,7 +287,7 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
     position = _tree_layout(nodes)
     if down:
         position = {k: (y, x) for k, (x, y) in position.items()}
-    fig = go.Figure()
+    traces = []
     for faded in (True, False):
         xs, ys = [], []
         for node in nodes:
@@ -295,22 +295,22 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
                 (x0, y0), (x1, y1) = position[node.parent], position[node.id]
                 xs += [x0, x1, None]
                 ys += [y0, y1, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color="#dddddd" if faded else "#888888", width=1 if faded else 2)))
-    fig.add_trace(go.Scatter(
-        x=[position[n.id][0] for n in nodes], y=[position[n.id][1] for n in nodes], mode="markers+text",
-        text=[n.label for n in nodes], textposition="bottom center" if down else "middle right",
-        hovertext=[n.hover for n in nodes],
-        hoverinfo="text", showlegend=False,
-        marker=dict(size=12, color=[n.value for n in nodes], colorscale=colorscale, showscale=True,
-                    opacity=[0.35 if n.faded else 1.0 for n in nodes], line=dict(width=1, color="#333333"),
-                    colorbar=dict(title=colour_title)),
+        traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                           line=dict(color="#dddddd" if faded else "#888888", width=1 if faded else 2)))
+    colours = HEATMAP_SCALE.validate_coerce(colorscale)  # as heatmap: the named scale as colours
+    traces.append(dict(
+        type="scatter", x=[position[n.id][0] for n in nodes], y=[position[n.id][1] for n in nodes],
+        mode="markers+text", text=[n.label for n in nodes], textposition="bottom center" if down else "middle right",
+        hovertext=[n.hover for n in nodes], hoverinfo="text", showlegend=False,
+        marker=dict(size=12, color=[n.value for n in nodes], colorscale=[list(stop) for stop in colours],
+                    showscale=True, opacity=[0.35 if n.faded else 1.0 for n in nodes],
+                    line=dict(width=1, color="#333333"), colorbar=dict(title=dict(text=colour_title))),
     ))
     rows = max((y for _, y in position.values()), default=0) + 1
     right = max(x for x, _ in position.values())
-    fig.update_xaxes(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2])
-    fig.update_yaxes(visible=False, autorange="reversed")
-    return style(fig, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+    layout = dict(xaxis=_axis(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2]),
+                  yaxis=_axis(visible=False, autorange="reversed"))
+    return _specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
 
 
 def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,

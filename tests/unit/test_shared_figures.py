@@ -39,6 +39,8 @@ def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_di
 
 
 MATRIX = np.arange(12.0).reshape(3, 4) / 12
+TREE = [figures.TreeNode("0", None, "start", "root", 0.0), figures.TreeNode("1", "0", "a", "a<br>x", -0.5),
+        figures.TreeNode("2", "0", "", "b", -1.5, faded=True), figures.TreeNode("3", "1", "c", "c", -2.0)]
 BUILDS = {
     "heatmap": lambda: figures.heatmap.__wrapped__(MATRIX, list("abcd"), list("xyz"), title="T", x_title="k",
                                                    y_title="q"),
@@ -56,6 +58,8 @@ BUILDS = {
                                                               dashed=["s1", "s2"]),
     "bars": lambda: figures.bars.__wrapped__(["a", "b"], {"p": [1.0, 2.0], "q": [3.0, 4.0]}, title="B", y_title="v"),
     "bars, stacked": lambda: figures.bars.__wrapped__([1, 2], {"p": [1.0, 2.0]}, stacked=True, height=200),
+    "tree": lambda: figures.tree.__wrapped__(TREE, title="T", colour_title="log P"),
+    "tree, top down, its own scale": lambda: figures.tree.__wrapped__(TREE, colorscale="RdBu_r", down=True, height=300),
 }
 
 

@@ -54,7 +54,7 @@ class CausalSelfAttention(nn.Module):
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, H, t + T, d)
         att = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, t + T)
-        if self.causal:
+        if self.causal and T > 1:  # one new token (a decoding step) may see every key
             att = att.masked_fill(~causal_mask(T, k.shape[2], x.device), float("-inf"))
         att = F.softmax(att.float(), dim=-1)
         y = self.attn_dropout(att) @ v  # (B, H, T, d)

@@ -14,7 +14,7 @@ from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section
 from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
 from ui.pace import paced
-from ui.page import flag_unknown_params, open_page
+from ui.page import enter_page, flag_unknown_params
 
 st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
                    initial_sidebar_state="collapsed" if lecture_requested() else "auto")
@@ -26,7 +26,7 @@ navigation = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material
 for section, infos in pages_by_section().items():
     navigation[section] = [pages[info.slug] for info in infos]
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
-open_page(page.url_path)
+enter_page(page.url_path)
 lecture_toggle()
 tour_bar(pages, page)
 with paced():  # a session rerunning without pause waits between its runs, not the class

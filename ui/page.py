@@ -157,7 +157,7 @@ def gaps(*comparisons: tuple[str, Any, Any]) -> list[float]:
     return values
 
 
-def open_page(url_path: str) -> None:
+def enter_page(url_path: str) -> None:
     """Before a page runs: if it is not the page the last run drew, forget the last page's control values.
 
     Streamlit hands a keyed widget the value its key held on the page before, so every page whose control

@@ -35,6 +35,8 @@ def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_di
     assert other is not first
     fresh = figures.lines.__wrapped__(list(range(40)), {"a": values}, title="shared")
     assert first.to_dict() == fresh.to_dict()
+    heat = figures.heatmap(MATRIX, list("abcd"), list("xyz"), title="shared")  # numpy data: sent as base64
+    assert heat.to_dict() == figures.heatmap.__wrapped__(MATRIX, list("abcd"), list("xyz"), title="shared").to_dict()
     assert other.to_dict()["data"][0]["y"] != first.to_dict()["data"][0]["y"]
 
 

@@ -77,16 +77,16 @@ def page(browser, app_url):
 def pytest_runtest_makereport(item, call):
     report = yield
     if report.when == "call" and report.failed:
-        item.session.e2e_failed = item.nodeid  # a walk's next test starts in a fresh tab (see walker)
+        item.session.e2e_failed = True  # a walk's next test starts in a fresh tab (see walker)
     return report
 
 
 @pytest.fixture(scope="module")
 def _walk(browser, app_url):
-    tabs = []
-    yield tabs
-    for tab in tabs:
-        tab.context.close()
+    shared = {}  # "tab": the tab the module's walk is in
+    yield shared
+    if "tab" in shared:
+        shared["tab"].context.close()
 
 
 @pytest.fixture
@@ -94,12 +94,13 @@ def walker(_walk, browser, app_url, request):
     """One tab that the module's tests share, moving from page to page as a student does (go, the sidebar)
     rather than each loading the app afresh: a fresh load costs chromium about 5 s of CPU, a move a few hundred
     ms. It starts on the home page; after a test fails, the next gets a fresh tab, so one failure is not many."""
-    if not _walk or getattr(request.session, "e2e_failed", None):
-        request.session.e2e_failed = None
-        tab = new_tab(browser, app_url)
-        open_url(tab, "/")
-        _walk.append(tab)
-    return _walk[-1]
+    if "tab" not in _walk or getattr(request.session, "e2e_failed", False):
+        request.session.e2e_failed = False
+        if "tab" in _walk:
+            _walk["tab"].context.close()
+        _walk["tab"] = new_tab(browser, app_url)
+        open_url(_walk["tab"], "/")
+    return _walk["tab"]
 
 
 def screenshot(tab, name: str, whole_page: bool = True) -> None:

@@ -76,7 +76,7 @@ FONTS_AND_A_FRAME = ("() => document.fonts.ready.then(() => new Promise(done => 
                      "requestAnimationFrame(() => requestAnimationFrame(done))))")
 
 
-def layout_problems(tab, slug: str, height: int, arrive=open_url) -> list[str]:
+def layout_problems(tab, slug: str, height: int, arrive) -> list[str]:
     """What does not fit the projector's first screen on a page opened by `arrive` (a fresh load, or go)."""
     arrive(tab, f"/{slug}?lecture=true")
     tab.locator(FIGURE).first.wait_for(timeout=20_000)
@@ -93,24 +93,24 @@ def layout_problems(tab, slug: str, height: int, arrive=open_url) -> list[str]:
     return problems
 
 
-def test_lecture_mode_fits_every_page_on_a_1280_by_720_projector(tab_at):
-    tab = tab_at(1280, 720)
+def lecture_problems(tab, slugs: list[str], height: int, shot: str) -> dict[str, list[str]]:
+    """layout_problems of each page, the first loaded and the rest moved to as a lecturer does, in lecture mode;
+    each first screen saved as <shot>_<slug>.png."""
     problems = {}
-    for i, info in enumerate(PAGES):  # the first loaded, the rest moved to as a lecturer does, in lecture mode
-        found = layout_problems(tab, info.slug, 720, open_url if i == 0 else go)
-        if found:
-            problems[info.slug] = found
-        screenshot(tab, f"lecture_{info.slug}", whole_page=False)  # the projector's first screen
+    for i, slug in enumerate(slugs):
+        if found := layout_problems(tab, slug, height, open_url if i == 0 else go):
+            problems[slug] = found
+        screenshot(tab, f"{shot}_{slug}", whole_page=False)
+    return problems
+
+
+def test_lecture_mode_fits_every_page_on_a_1280_by_720_projector(tab_at):
+    problems = lecture_problems(tab_at(1280, 720), [info.slug for info in PAGES], 720, "lecture")
     assert not problems, problems
 
 
 def test_lecture_mode_at_1920_by_1080(tab_at):
-    tab = tab_at(1920, 1080)
-    problems = {}
-    for i, slug in enumerate(["rope", "multi_head", "flash_attention"]):
-        if found := layout_problems(tab, slug, 1080, open_url if i == 0 else go):
-            problems[slug] = found
-        screenshot(tab, f"lecture_1920_{slug}", whole_page=False)
+    problems = lecture_problems(tab_at(1920, 1080), ["rope", "multi_head", "flash_attention"], 1080, "lecture_1920")
     assert not problems, problems
 
 

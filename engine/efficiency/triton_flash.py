@@ -1,4 +1,4 @@
-"""Our FlashAttention forward kernel in Triton: one program per block of BLOCK_M queries of one head.
+"""Our FlashAttention kernels in Triton. Forward: one program per block of BLOCK_M queries of one head.
 
 The program keeps Q_i, the running maximum m_i, the normaliser l_i and the unnormalised output in
 registers and streams K and V through in blocks of BLOCK_N keys, rescaling by 2^{m_old − m_new} whenever
@@ -7,10 +7,17 @@ Scores are kept in log2 units (the 1/√d scale is folded with log2 e into one m
 exponentials are exp2, the instruction GPUs have. Causal attention runs two loops: the key blocks wholly
 in the past need no mask, only the blocks on the diagonal do, and blocks in the future are never loaded.
 
+Backward (FlashAttention-2's, the loops of engine.efficiency.flash.flash_backward): D = rowsum(dO ∘ O) per
+query, then P = e^{S − L} recomputed from the saved L, never stored. dK and dV accumulate in one program per
+block of keys that walks the query blocks; dQ in another kernel, one program per block of queries that walks
+the key blocks, so that no two programs write the same rows and no atomics are needed.
+
 Runs compiled on a CUDA GPU, and on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set
-before this module is imported). The interpreter's tl.dot multiplies bfloat16 bit patterns as integers
-(triton 3.6-3.9), so there, and only there, bfloat16 tiles are widened to float32 for the two products
-(DOT_F32); P is still rounded to bfloat16 first, as on the GPU. Without triton installed, `available()` is False and nothing else works.
+before this module is imported). The interpreter gets bfloat16 wrong twice (triton 3.6-3.9): its tl.dot
+multiplies bfloat16 bit patterns as integers, and its casts to bfloat16 truncate where a GPU rounds to
+nearest. So there, and only there (EMULATE_BF16), bfloat16 tiles are widened to float32 for each product
+and every narrowing is rounded to nearest first: P and dS are still rounded to bfloat16 before their
+products, as on the GPU. Without triton installed, `available()` is False and nothing else works.
 """
 from __future__ import annotations
 
@@ -45,8 +52,27 @@ def available() -> bool:
 
 if triton is not None:
     @triton.jit
+    def _dot(a, b, EMULATE_BF16: tl.constexpr):
+        """a @ b accumulated in float32; widened first under the interpreter in bfloat16 (see EMULATE_BF16 above)."""
+        if EMULATE_BF16:
+            product = tl.dot(a.to(tl.float32), b.to(tl.float32))
+        else:
+            product = tl.dot(a, b)
+        return product
+
+    @triton.jit
+    def _rounded(x, EMULATE_BF16: tl.constexpr):
+        """x (float32) itself; under the interpreter in bfloat16, x rounded to the nearest bfloat16, ties to even,
+        so that the interpreter's cast, which truncates, then gives what a GPU's cast gives."""
+        if EMULATE_BF16:
+            bits = x.to(tl.uint32, bitcast=True)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+            x = bits.to(tl.float32, bitcast=True)
+        return x
+
+    @triton.jit
     def _tile(acc, m_i, l_i, q, k_base, v_base, stride_n, offs_m, offs_d, start_n, n_ctx, qk_scale,
-              BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_N: tl.constexpr, DOT_F32: tl.constexpr):
+              BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_N: tl.constexpr, EMULATE_BF16: tl.constexpr):
         """One key/value block into the running (acc, m_i, l_i) of a query block."""
         offs_n = start_n + tl.arange(0, BLOCK_N)
         if EVEN_N:
@@ -57,10 +83,7 @@ if triton is not None:
                           other=0.0)
             v = tl.load(v_base + offs_n[:, None] * stride_n + offs_d[None, :], mask=offs_n[:, None] < n_ctx,
                         other=0.0)
-        if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k_t.to(tl.float32))
-        else:
-            s = tl.dot(q, k_t)  # (BLOCK_M, BLOCK_N), unscaled: the scale is fused into the exponent below
+        s = _dot(q, k_t, EMULATE_BF16)  # (BLOCK_M, BLOCK_N), unscaled: the scale is fused into the exponent below
         if CAUSAL_MASK:
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
         if not EVEN_N:
@@ -69,8 +92,8 @@ if triton is not None:
         p = tl.math.exp2(s * qk_scale - m_new[:, None])  # one fused multiply-add per score
         alpha = tl.math.exp2(m_i - m_new)  # 2^{m_old - m_new}: eq. 137's rescaling
         l_i = l_i * alpha + tl.sum(p, 1)
-        p = p.to(v.dtype)  # P rounded to the input dtype, as the tensor cores take it
-        if DOT_F32:
+        p = _rounded(p, EMULATE_BF16).to(v.dtype)  # P rounded to the input dtype, as the tensor cores take it
+        if EMULATE_BF16:
             acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc * alpha[:, None])
         else:
             acc = tl.dot(p, v, acc * alpha[:, None])  # accumulate into the rescaled output
@@ -79,7 +102,7 @@ if triton is not None:
     @triton.jit
     def _flash_forward(Q, K, V, O, L, stride_bh, stride_n, n_ctx, qk_scale, HEAD_DIM: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                       EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, DOT_F32: tl.constexpr):
+                       EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EMULATE_BF16: tl.constexpr):
         start_m = tl.program_id(0)
         if CAUSAL:  # the longest causal rows first, so the launch does not end on them
             start_m = tl.num_programs(0) - 1 - start_m
@@ -98,25 +121,165 @@ if triton is not None:
         if CAUSAL:  # key blocks wholly before this query block: whole, no mask (BLOCK_N divides BLOCK_M)
             for start_n in tl.range(0, start_m * BLOCK_M, BLOCK_N):
                 acc, m_i, l_i = _tile(acc, m_i, l_i, q, k_base, v_base, stride_n, offs_m, offs_d, start_n, n_ctx,
-                                      qk_scale, BLOCK_N, False, True, DOT_F32)
+                                      qk_scale, BLOCK_N, False, True, EMULATE_BF16)
             # then the blocks on the diagonal, masked; blocks after it are never loaded
             for start_n in tl.range(start_m * BLOCK_M, tl.minimum((start_m + 1) * BLOCK_M, n_ctx), BLOCK_N):
                 acc, m_i, l_i = _tile(acc, m_i, l_i, q, k_base, v_base, stride_n, offs_m, offs_d, start_n, n_ctx,
-                                      qk_scale, BLOCK_N, True, EVEN_N, DOT_F32)
+                                      qk_scale, BLOCK_N, True, EVEN_N, EMULATE_BF16)
         else:  # every key block; the last one is masked where N is not a multiple of BLOCK_N
             for start_n in tl.range(0, n_ctx, BLOCK_N):
                 acc, m_i, l_i = _tile(acc, m_i, l_i, q, k_base, v_base, stride_n, offs_m, offs_d, start_n, n_ctx,
-                                      qk_scale, BLOCK_N, False, EVEN_N, DOT_F32)
+                                      qk_scale, BLOCK_N, False, EVEN_N, EMULATE_BF16)
         out = acc / l_i[:, None]
         o_ptrs = O + head * stride_bh + offs_m[:, None] * stride_n + offs_d[None, :]
         l_ptrs = L + head * n_ctx + offs_m
         lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453  # × ln 2, back to natural log: L = m + log l
         if EVEN_M:
-            tl.store(o_ptrs, out.to(O.dtype.element_ty))
+            tl.store(o_ptrs, _rounded(out, EMULATE_BF16).to(O.dtype.element_ty))
             tl.store(l_ptrs, lse)
         else:
-            tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
+            tl.store(o_ptrs, _rounded(out, EMULATE_BF16).to(O.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
             tl.store(l_ptrs, lse, mask=offs_m < n_ctx)
+
+
+if triton is not None:
+    @triton.jit
+    def _rowsum_do_o(O, dO, Delta, n_ctx, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+        """D_i = rowsum(dO_i ∘ O_i): the term that P^T dP would otherwise need whole rows of P for."""
+        head = tl.program_id(1).to(tl.int64)
+        offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_d = tl.arange(0, HEAD_DIM)
+        rows = head * n_ctx * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+        o = tl.load(O + rows, mask=offs_m[:, None] < n_ctx, other=0.0).to(tl.float32)
+        do = tl.load(dO + rows, mask=offs_m[:, None] < n_ctx, other=0.0).to(tl.float32)
+        tl.store(Delta + head * n_ctx + offs_m, tl.sum(o * do, 1), mask=offs_m < n_ctx)
+
+    @triton.jit
+    def _dk_dv_tile(dk, dv, k, v, q_base, do_base, L, Delta, offs_n, offs_d, start_m, n_ctx, qk_scale,
+                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN: tl.constexpr,
+                    EMULATE_BF16: tl.constexpr):
+        """One query block into the dK, dV of a key block, in transposed form: rows are keys."""
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        if EVEN:
+            q = tl.load(q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])  # (BLOCK_M, d)
+            do = tl.load(do_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
+            m = tl.load(L + offs_m) * 1.4426950408889634  # L in log2 units, as the scores below
+            D = tl.load(Delta + offs_m)
+        else:
+            q = tl.load(q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < n_ctx,
+                        other=0.0)
+            do = tl.load(do_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < n_ctx,
+                         other=0.0)
+            m = tl.load(L + offs_m, mask=offs_m < n_ctx, other=0.0) * 1.4426950408889634
+            D = tl.load(Delta + offs_m, mask=offs_m < n_ctx, other=0.0)
+        p_t = tl.math.exp2(_dot(k, tl.trans(q), EMULATE_BF16) * qk_scale - m[None, :])  # P^T (BLOCK_N, BLOCK_M)
+        if CAUSAL_MASK:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        if not EVEN:
+            p_t = tl.where(offs_m[None, :] < n_ctx, p_t, 0.0)
+        dv += _dot(_rounded(p_t, EMULATE_BF16).to(do.dtype), do, EMULATE_BF16)  # dV_j += P^T dO_i
+        dp_t = _dot(v, tl.trans(do), EMULATE_BF16)  # dP^T = V_j dO_i^T
+        ds_t = p_t * (dp_t - D[None, :])  # dS = P ∘ (dP − D_i)
+        dk += _dot(_rounded(ds_t, EMULATE_BF16).to(q.dtype), q, EMULATE_BF16)  # dK_j += dS^T Q_i, scaled at the end
+        return dk, dv
+
+    @triton.jit
+    def _flash_backward_dk_dv(Q, K, V, dO, L, Delta, dK, dV, n_ctx, qk_scale, sm_scale, HEAD_DIM: tl.constexpr,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                              EVEN: tl.constexpr, EMULATE_BF16: tl.constexpr):
+        start_n = tl.program_id(0) * BLOCK_N
+        head = tl.program_id(1).to(tl.int64)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        offs_d = tl.arange(0, HEAD_DIM)
+        base = head * n_ctx * HEAD_DIM
+        kv_ptrs = base + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        if EVEN:
+            k, v = tl.load(K + kv_ptrs), tl.load(V + kv_ptrs)  # (BLOCK_N, d), held for the whole loop
+        else:
+            k = tl.load(K + kv_ptrs, mask=offs_n[:, None] < n_ctx, other=0.0)
+            v = tl.load(V + kv_ptrs, mask=offs_n[:, None] < n_ctx, other=0.0)
+        dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+        dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+        L, Delta = L + head * n_ctx, Delta + head * n_ctx
+        if CAUSAL:  # queries before this key block never see it; those on its diagonal need the mask
+            for start_m in tl.range(start_n, tl.minimum(start_n + BLOCK_N, n_ctx), BLOCK_M):
+                dk, dv = _dk_dv_tile(dk, dv, k, v, Q + base, dO + base, L, Delta, offs_n, offs_d, start_m, n_ctx,
+                                     qk_scale, HEAD_DIM, BLOCK_M, True, EVEN, EMULATE_BF16)
+            for start_m in tl.range(start_n + BLOCK_N, n_ctx, BLOCK_M):
+                dk, dv = _dk_dv_tile(dk, dv, k, v, Q + base, dO + base, L, Delta, offs_n, offs_d, start_m, n_ctx,
+                                     qk_scale, HEAD_DIM, BLOCK_M, False, EVEN, EMULATE_BF16)
+        else:
+            for start_m in tl.range(0, n_ctx, BLOCK_M):
+                dk, dv = _dk_dv_tile(dk, dv, k, v, Q + base, dO + base, L, Delta, offs_n, offs_d, start_m, n_ctx,
+                                     qk_scale, HEAD_DIM, BLOCK_M, False, EVEN, EMULATE_BF16)
+        if EVEN:
+            tl.store(dK + kv_ptrs, _rounded(dk * sm_scale, EMULATE_BF16).to(dK.dtype.element_ty))
+            tl.store(dV + kv_ptrs, _rounded(dv, EMULATE_BF16).to(dV.dtype.element_ty))
+        else:
+            tl.store(dK + kv_ptrs, _rounded(dk * sm_scale, EMULATE_BF16).to(dK.dtype.element_ty),
+                     mask=offs_n[:, None] < n_ctx)
+            tl.store(dV + kv_ptrs, _rounded(dv, EMULATE_BF16).to(dV.dtype.element_ty), mask=offs_n[:, None] < n_ctx)
+
+    @triton.jit
+    def _dq_tile(dq, q, do, m, D, k_base, v_base, offs_m, offs_d, start_n, n_ctx, qk_scale, HEAD_DIM: tl.constexpr,
+                 BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN: tl.constexpr, EMULATE_BF16: tl.constexpr):
+        """One key block into the dQ of a query block."""
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        if EVEN:
+            k_t = tl.load(k_base + offs_n[None, :] * HEAD_DIM + offs_d[:, None])  # (d, BLOCK_N)
+            v_t = tl.load(v_base + offs_n[None, :] * HEAD_DIM + offs_d[:, None])
+        else:
+            k_t = tl.load(k_base + offs_n[None, :] * HEAD_DIM + offs_d[:, None], mask=offs_n[None, :] < n_ctx,
+                          other=0.0)
+            v_t = tl.load(v_base + offs_n[None, :] * HEAD_DIM + offs_d[:, None], mask=offs_n[None, :] < n_ctx,
+                          other=0.0)
+        p = tl.math.exp2(_dot(q, k_t, EMULATE_BF16) * qk_scale - m[:, None])  # (BLOCK_M, BLOCK_N)
+        if CAUSAL_MASK:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        if not EVEN:
+            p = tl.where(offs_n[None, :] < n_ctx, p, 0.0)
+        ds = p * (_dot(do, v_t, EMULATE_BF16) - D[:, None])  # dS = P ∘ (dO V^T − D)
+        dq += _dot(_rounded(ds, EMULATE_BF16).to(k_t.dtype), tl.trans(k_t), EMULATE_BF16)  # dQ_i += dS K_j, scaled
+        return dq
+
+    @triton.jit
+    def _flash_backward_dq(Q, K, V, dO, L, Delta, dQ, n_ctx, qk_scale, sm_scale, HEAD_DIM: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, EVEN: tl.constexpr,
+                           EMULATE_BF16: tl.constexpr):
+        start_m = tl.program_id(0)
+        if CAUSAL:  # the longest rows first, as in the forward kernel
+            start_m = tl.num_programs(0) - 1 - start_m
+        head = tl.program_id(1).to(tl.int64)
+        offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_d = tl.arange(0, HEAD_DIM)
+        base = head * n_ctx * HEAD_DIM
+        rows = base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+        if EVEN:
+            q, do = tl.load(Q + rows), tl.load(dO + rows)  # (BLOCK_M, d)
+            m = tl.load(L + head * n_ctx + offs_m) * 1.4426950408889634
+            D = tl.load(Delta + head * n_ctx + offs_m)
+        else:
+            q = tl.load(Q + rows, mask=offs_m[:, None] < n_ctx, other=0.0)
+            do = tl.load(dO + rows, mask=offs_m[:, None] < n_ctx, other=0.0)
+            m = tl.load(L + head * n_ctx + offs_m, mask=offs_m < n_ctx, other=0.0) * 1.4426950408889634
+            D = tl.load(Delta + head * n_ctx + offs_m, mask=offs_m < n_ctx, other=0.0)
+        dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+        if CAUSAL:  # whole key blocks in the past, then the diagonal's, masked; the future is never loaded
+            for start_n in tl.range(0, start_m * BLOCK_M, BLOCK_N):
+                dq = _dq_tile(dq, q, do, m, D, K + base, V + base, offs_m, offs_d, start_n, n_ctx, qk_scale,
+                              HEAD_DIM, BLOCK_N, False, EVEN, EMULATE_BF16)
+            for start_n in tl.range(start_m * BLOCK_M, tl.minimum((start_m + 1) * BLOCK_M, n_ctx), BLOCK_N):
+                dq = _dq_tile(dq, q, do, m, D, K + base, V + base, offs_m, offs_d, start_n, n_ctx, qk_scale,
+                              HEAD_DIM, BLOCK_N, True, EVEN, EMULATE_BF16)
+        else:
+            for start_n in tl.range(0, n_ctx, BLOCK_N):
+                dq = _dq_tile(dq, q, do, m, D, K + base, V + base, offs_m, offs_d, start_n, n_ctx, qk_scale,
+                              HEAD_DIM, BLOCK_N, False, EVEN, EMULATE_BF16)
+        if EVEN:
+            tl.store(dQ + rows, _rounded(dq * sm_scale, EMULATE_BF16).to(dQ.dtype.element_ty))
+        else:
+            tl.store(dQ + rows, _rounded(dq * sm_scale, EMULATE_BF16).to(dQ.dtype.element_ty),
+                     mask=offs_m[:, None] < n_ctx)
 
 
 def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int, causal: bool) -> None:
@@ -134,6 +297,18 @@ def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int
                          "the diagonal blocks start where a query block starts")
 
 
+def check_backward_blocks(block_m1: int, block_n1: int, block_m2: int, block_n2: int, causal: bool) -> None:
+    """The backward's two block pairs: powers of two from 16, and, when causal, each diagonal made of whole blocks
+    of the loop's inner kind (queries for dK, dV; keys for dQ)."""
+    for name, block in (("BLOCK_M1", block_m1), ("BLOCK_N1", block_n1), ("BLOCK_M2", block_m2), ("BLOCK_N2", block_n2)):
+        if block < 16 or block & (block - 1):
+            raise InputError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
+    if causal and (block_n1 % block_m1 or block_m2 % block_n2):
+        raise InputError(f"causal attention needs BLOCK_M1 = {block_m1} to divide BLOCK_N1 = {block_n1} and "
+                         f"BLOCK_N2 = {block_n2} to divide BLOCK_M2 = {block_m2}, so that the diagonal blocks "
+                         "are whole blocks")
+
+
 def default_launch(head_dim: int) -> tuple[int, int, int]:
     """BLOCK_M, BLOCK_N and warps: small blocks under the interpreter (numpy runs every lane); on a GPU,
     8 warps at d = 128 so the (128, 128) accumulator and the score tile fit in registers without spilling."""
@@ -142,20 +317,40 @@ def default_launch(head_dim: int) -> tuple[int, int, int]:
     return (128, 64, 4) if head_dim <= 64 else (128, 64, 8)
 
 
+def default_backward_launch(head_dim: int) -> dict:
+    """The backward's blocks, as Triton's fused-attention tutorial: few queries against many keys for dK, dV (the
+    (BLOCK_N1, d) accumulators stay put) and the converse for dQ; 8 warps at d = 128 for the two accumulators."""
+    if interpreted():
+        return {"block_m1": 16, "block_n1": 16, "block_m2": 16, "block_n2": 16, "num_warps": 4, "num_stages": 1}
+    return {"block_m1": 32, "block_n1": 128, "block_m2": 128, "block_n2": 32,
+            "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
+
+
+def _check_inputs(*tensors: torch.Tensor) -> None:
+    """One shape (B, H, N, d) for all and one CUDA device (any device under the interpreter)."""
+    if not available():
+        raise RuntimeError("the Triton kernel needs triton and a CUDA GPU, or TRITON_INTERPRET=1 on CPU")
+    first = tensors[0]
+    if first.dim() != 4 or any(t.shape != first.shape for t in tensors):
+        raise ValueError("Q, K and V must share one shape (B, H, N, d); got "
+                         + ", ".join(str(tuple(t.shape)) for t in tensors))
+    if not interpreted() and not (first.is_cuda and all(t.device == first.device for t in tensors)):
+        raise ValueError("the compiled kernel takes Q, K and V on one CUDA device")
+    B, H = first.shape[:2]
+    if B * H > MAX_GRID_Y:
+        raise InputError(f"batch × heads = {B * H:,} is more than the {MAX_GRID_Y:,} programs a grid column holds")
+
+
+def _on_device(tensor: torch.Tensor):
+    return torch.cuda.device(tensor.device) if tensor.is_cuda else contextlib.nullcontext()
+
+
 def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
                      block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N)."""
-    if not available():
-        raise RuntimeError("the Triton kernel needs triton and a CUDA GPU, or TRITON_INTERPRET=1 on CPU")
-    if Q.dim() != 4 or Q.shape != K.shape or Q.shape != V.shape:
-        raise ValueError(f"Q, K and V must share one shape (B, H, N, d); got {tuple(Q.shape)}, "
-                         f"{tuple(K.shape)}, {tuple(V.shape)}")
-    if not interpreted() and not (Q.is_cuda and K.device == Q.device == V.device):
-        raise ValueError("the compiled kernel takes Q, K and V on one CUDA device")
+    _check_inputs(Q, K, V)
     B, H, N, d = Q.shape
-    if B * H > MAX_GRID_Y:
-        raise InputError(f"batch × heads = {B * H:,} is more than the {MAX_GRID_Y:,} programs a grid column holds")
     defaults = default_launch(d)
     block_m, block_n, num_warps = block_m or defaults[0], block_n or defaults[1], num_warps or defaults[2]
     check_settings(d, Q.dtype, block_m, block_n, causal)
@@ -163,9 +358,60 @@ def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
     O = torch.empty_like(Q)
     L = torch.empty(B, H, N, dtype=torch.float32, device=Q.device)
     grid = (math.ceil(N / block_m), B * H)
-    with torch.cuda.device(Q.device) if Q.is_cuda else contextlib.nullcontext():
+    with _on_device(Q):
         _flash_forward[grid](Q, K, V, O, L, N * d, d, N, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
                              BLOCK_N=block_n, CAUSAL=causal, EVEN_M=N % block_m == 0, EVEN_N=N % block_n == 0,
-                             DOT_F32=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
+                             EMULATE_BF16=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
                              num_stages=num_stages)
     return O, L
+
+
+def triton_attention_backward(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, O: torch.Tensor, dO: torch.Tensor,
+                              L: torch.Tensor, causal: bool = False, **launch) -> tuple[torch.Tensor, ...]:
+    """dQ, dK, dV (B, H, N, d) in Q's dtype from the forward's O and L (B, H, N); `launch` overrides any of
+    default_backward_launch's block_m1, block_n1 (dK, dV), block_m2, block_n2 (dQ), num_warps, num_stages."""
+    _check_inputs(Q, K, V, O, dO)
+    B, H, N, d = Q.shape
+    if L.shape != (B, H, N) or L.dtype != torch.float32:
+        raise ValueError(f"L must be float32 of shape {(B, H, N)}, got {L.dtype} {tuple(L.shape)}")
+    settings = default_backward_launch(d) | launch
+    check_settings(d, Q.dtype, settings["block_m2"], settings["block_n2"], causal)
+    check_backward_blocks(settings["block_m1"], settings["block_n1"], settings["block_m2"], settings["block_n2"],
+                          causal)
+    Q, K, V, O, dO, L = (t.contiguous() for t in (Q, K, V, O, dO, L))
+    dQ, dK, dV = torch.empty_like(Q), torch.empty_like(K), torch.empty_like(V)
+    Delta = torch.empty_like(L)
+    sm_scale = 1 / math.sqrt(d)
+    shared = {"HEAD_DIM": d, "CAUSAL": causal, "EMULATE_BF16": interpreted() and Q.dtype == torch.bfloat16,
+              "num_warps": settings["num_warps"], "num_stages": settings["num_stages"]}
+    m1, n1, m2, n2 = (settings[k] for k in ("block_m1", "block_n1", "block_m2", "block_n2"))
+    with _on_device(Q):
+        _rowsum_do_o[(math.ceil(N / 128), B * H)](O, dO, Delta, N, HEAD_DIM=d, BLOCK_M=128)
+        _flash_backward_dk_dv[(math.ceil(N / n1), B * H)](
+            Q, K, V, dO, L, Delta, dK, dV, N, sm_scale * LOG2_E, sm_scale, BLOCK_M=m1, BLOCK_N=n1,
+            EVEN=N % m1 == 0 and N % n1 == 0, **shared)
+        _flash_backward_dq[(math.ceil(N / m2), B * H)](
+            Q, K, V, dO, L, Delta, dQ, N, sm_scale * LOG2_E, sm_scale, BLOCK_M=m2, BLOCK_N=n2,
+            EVEN=N % m2 == 0 and N % n2 == 0, **shared)
+    return dQ, dK, dV
+
+
+class _TritonFlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, K, V, causal, forward_launch, backward_launch):
+        O, L = triton_attention(Q, K, V, causal, **forward_launch)
+        ctx.save_for_backward(Q, K, V, O, L)  # no S, no P: the backward kernels recompute them from L
+        ctx.causal, ctx.backward_launch = causal, backward_launch
+        return O
+
+    @staticmethod
+    def backward(ctx, dO):
+        Q, K, V, O, L = ctx.saved_tensors
+        return (*triton_attention_backward(Q, K, V, O, dO, L, ctx.causal, **ctx.backward_launch), None, None, None)
+
+
+def triton_flash_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
+                           forward_launch: dict | None = None, backward_launch: dict | None = None) -> torch.Tensor:
+    """Our forward kernel with our backward kernels behind autograd: O (B, H, N, d). forward_launch takes
+    triton_attention's block_m, block_n, num_warps, num_stages; backward_launch triton_attention_backward's."""
+    return _TritonFlashAttention.apply(Q, K, V, causal, forward_launch or {}, backward_launch or {})

@@ -1,8 +1,9 @@
-"""Our Triton forward kernel against an fp32 reference, under the interpreter on CPU (compiled on a GPU).
+"""Our Triton kernels against an fp32 reference, under the interpreter on CPU (compiled on a GPU).
 
 Correctness rule of FlashAttention's own tests: max |ours − fp32 reference| ≤ 2 × max |torch in the same
 dtype − fp32 reference|, where "torch in the same dtype" is plain attention computed by torch ops in that
-dtype (S = QK^T rounded to it, softmax in float32, P rounded before PV), as their `attention_ref` does.
+dtype (S = QK^T rounded to it, softmax in float32, P rounded before PV), as their `attention_ref` does; for
+the backward, autograd through it.
 """
 import math
 
@@ -12,8 +13,14 @@ import torch
 CUDA = torch.cuda.is_available()  # without one, tests/conftest.py has set TRITON_INTERPRET=1
 pytest.importorskip("triton", reason="triton is not installed (requirements-dev.txt installs it)")
 
-from engine.efficiency.flash import naive_attention  # noqa: E402
-from engine.efficiency.triton_flash import check_settings, triton_attention  # noqa: E402
+from engine.efficiency.flash import flash_backward, flash_forward, naive_attention  # noqa: E402
+from engine.efficiency.triton_flash import (  # noqa: E402
+    check_backward_blocks,
+    check_settings,
+    triton_attention,
+    triton_attention_backward,
+    triton_flash_attention,
+)
 from engine.errors import InputError
 
 DEVICE = "cuda" if CUDA else "cpu"
@@ -37,6 +44,46 @@ def test_kernel_is_within_twice_torchs_own_error(N, block_m, block_n, head_dim, 
     if causal:
         S = S.masked_fill(~torch.ones(N, N, dtype=torch.bool, device=DEVICE).tril(), -math.inf)
     torch.testing.assert_close(L, torch.logsumexp(S, dim=-1), atol=1e-4, rtol=0)  # L in float32 from fp32 sums
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("N,block_m,block_n", CASES)
+def test_backward_is_within_twice_torchs_own_error(N, block_m, block_n, head_dim, dtype, causal):
+    g = torch.Generator().manual_seed(N + head_dim + 1)
+    Q, K, V, dO = (torch.randn(2, 3, N, head_dim, generator=g).to(DEVICE, dtype) for _ in range(4))
+    inputs = [t.clone().requires_grad_() for t in (Q, K, V)]
+    # few queries against many keys for dK, dV; the converse for dQ (default_backward_launch's shape)
+    launch = {"block_m1": block_n, "block_n1": block_m, "block_m2": block_m, "block_n2": block_n}
+    O = triton_flash_attention(*inputs, causal, {"block_m": block_m, "block_n": block_n}, launch)
+    ours = torch.autograd.grad(O, inputs, dO)
+    exact = [t.float().requires_grad_() for t in (Q, K, V)]
+    reference = torch.autograd.grad(naive_attention(*exact, causal), exact, dO.float())
+    same_dtype = torch.autograd.grad(naive_attention(*inputs, causal), inputs, dO)
+    O32, L32 = flash_forward(*exact, causal, block_m, block_n)
+    tiled = flash_backward(*(t.detach() for t in exact), O32, dO.float(), L32, causal, block_m, block_n)
+    for name, a, torch_grad, want, tiled_grad in zip("QKV", ours, same_dtype, reference, tiled):
+        torch_error = (torch_grad.float() - want).abs().max()
+        assert (a.float() - want).abs().max() <= 2 * torch_error, f"d{name} against autograd in float32"
+        assert (a.float() - tiled_grad).abs().max() <= 2 * torch_error, f"d{name} against the torch tiled backward"
+
+
+def test_backward_refuses_what_the_forward_refuses_and_blocks_that_split_the_diagonal():
+    Q = torch.randn(1, 1, 32, 48).to(DEVICE, torch.float16)  # head dim 48
+    L = torch.zeros(1, 1, 32, device=DEVICE)
+    with pytest.raises(InputError, match="head dim 48"):
+        triton_attention_backward(Q, Q, Q, Q, Q, L)
+    Q = torch.randn(1, 1, 32, 64, device=DEVICE)
+    with pytest.raises(InputError, match="float16 or bfloat16"):
+        triton_attention_backward(Q, Q, Q, Q, Q, L)
+    with pytest.raises(ValueError, match="share one shape"):
+        triton_attention_backward(Q, Q, Q, Q, Q[..., :16, :], L)
+    with pytest.raises(InputError, match="BLOCK_N1 = 24"):
+        check_backward_blocks(16, 24, 16, 16, False)
+    with pytest.raises(InputError, match="BLOCK_M1 = 32 to divide BLOCK_N1 = 16"):
+        check_backward_blocks(32, 16, 16, 16, True)
+    check_backward_blocks(32, 16, 16, 32, False)  # without the mask, any two blocks do
 
 
 @pytest.mark.parametrize("settings,message", [

@@ -3,11 +3,13 @@
 On CPU (writes benchmarks/results/flash_cpu.json), fp32, one head:
   N = 4096, d = 64: tiled peak memory at least 10x below naive, tiled time at most 2x naive, and both
   against torch's own SDPA; then N from 512 to 4096, causal and not, for the record.
-On a CUDA GPU (writes benchmarks/results/flash_gpu.json), forward pass, batch x N = 16k tokens and
-d_model = 2048 as FlashAttention's benchmarks: N from 512 to 16k, d = 64 and 128, causal and not, bf16;
-our kernel (its blocks, warps and stages chosen per setting at N = 4096) against SDPA's flash,
+On a CUDA GPU (writes benchmarks/results/flash_gpu.json, after each setting), batch x N = 16k tokens and
+d_model = 2048 as FlashAttention's benchmarks: N from 512 to 16k and 1000, 1030 (the masked paths), d = 64
+and 128, causal and not, bf16 and fp16, the forward pass and forward+backward; our kernels (blocks, warps and
+stages chosen per setting at N = 4096, each checked against SDPA before it is timed) against SDPA's flash,
 memory-efficient and math backends, naive torch and our tiled torch where memory and time allow.
-Goal: ours >= 1.0x SDPA flash in TFLOP/s at N >= 2k; stretch: 50% of the dense bf16 peak.
+Goals: our forward >= 1.0x SDPA flash in TFLOP/s at N >= 2k, forward+backward >= 0.8x; stretch: 50% of the
+dense bf16 peak. About 5 minutes on an H100.
 Needs only torch (and triton where installed). Usage: python -m benchmarks.flash [--quick]
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import itertools
 import platform
 import sys
+import time
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -34,6 +37,11 @@ DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4}
 KERNEL_CONFIGS = [dict(block_m=m, block_n=n, num_warps=w, num_stages=s)
                   for (m, n), w, s in itertools.product(((64, 64), (128, 32), (128, 64), (128, 128)), (4, 8), (2, 3, 4))
                   if w == 4 or m * n >= 128 * 128]
+# the backward's (BLOCK_M1, BLOCK_N1) for dK, dV; dQ takes the transpose, (BLOCK_N1, BLOCK_M1), as the tutorial
+BACKWARD_CONFIGS = [dict(block_m1=m, block_n1=n, block_m2=n, block_n2=m, num_warps=w, num_stages=s)
+                    for m, n, w, s in ((32, 128, 4, 3), (32, 128, 8, 3), (32, 128, 4, 2), (32, 128, 8, 2),
+                                         (64, 128, 8, 2), (32, 64, 4, 3))]
+GPU_LENGTHS = (512, 1000, 1024, 1030, 2048, 4096, 8192, 16384)  # 1000 and 1030: the masked paths
 
 
 def versions() -> dict:
@@ -86,67 +94,70 @@ def cpu(quick: bool) -> dict:
         "rows": sweep.as_rows(rows)}
 
 
-def tune_kernel(d: int, causal: bool, dtype: torch.dtype) -> dict | None:
-    """Our kernel's fastest block sizes, warps and stages at N = 4096 for this head dim and mask, among the
-    configurations whose output agrees with torch SDPA."""
+def tune(d: int, causal: bool, dtype: torch.dtype, mode: str, configs: list[dict], forward: dict | None = None):
+    """The fastest of configs for our kernel at N = 4096 (the forward's, or with `forward` fixed the backward's),
+    among those that compile and agree with torch SDPA; each refusal is printed with its reason."""
     N = 4096
-    batch, heads = sweep.tokens_per_batch(N), sweep.heads_for(d)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    Q, K, V = (torch.randn(1, 4, 1024, d, generator=g, device="cuda", dtype=dtype) for _ in range(3))
-    reference = torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal).float()
     best, best_ms = None, float("inf")
-    for config in KERNEL_CONFIGS:
-        if causal and config["block_m"] % config["block_n"]:
-            continue
-        try:
-            error = (triton_flash.triton_attention(Q, K, V, causal, **config)[0].float() - reference).abs().max()
-        except Exception as failure:  # a config that does not compile (registers, shared memory) is skipped
-            print(f"    {config}: {(str(failure).splitlines() or [type(failure).__name__])[0][:100]}")
-            continue
-        if error > 0.05:  # bf16 attention of unit-variance inputs agrees to about 1e-2
-            print(f"    {config}: max error {error:.3f} against SDPA, left out")
-            continue
-        point = sweep.measure(N, d, causal, [sweep.TRITON], "cuda", dtype, batch, heads, repeats=5, kernel=config)[0]
+    for config in configs:
+        kernel, backward = (config, None) if forward is None else (forward, config)
+        point = sweep.measure(N, d, causal, [sweep.TRITON], "cuda", dtype, sweep.tokens_per_batch(N),
+                              sweep.heads_for(d), repeats=5, kernel=kernel, mode=mode, backward_kernel=backward)[0]
         if point.ms is None:
-            print(f"    {config}: {point.note}")
+            print(f"    {config}: {point.note[:140]}")
         elif point.ms < best_ms:
             best, best_ms = config, point.ms
-    print(f"  d = {d}, causal = {causal}: {best} at {best_ms:.3f} ms")
+    print(f"  d = {d}, causal = {causal}, {mode}: {best} at {best_ms:.3f} ms")
     return best
 
 
-def gpu(quick: bool) -> dict:
+def tuned_configs(d: int, causal: bool) -> dict:
+    """The forward's launch, then the backward's with that forward, chosen in bfloat16 (float16 runs the same
+    tiles on the same tensor cores)."""
+    forward_configs = [c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0]
+    forward = tune(d, causal, torch.bfloat16, sweep.FORWARD, forward_configs)
+    backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, BACKWARD_CONFIGS, forward or {})
+    return {"forward": forward, "backward": backward}
+
+
+def gpu(quick: bool, started: float) -> dict:
     name = torch.cuda.get_device_name()
     peak = next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name), None)
-    dtype = torch.bfloat16
-    lengths = (512, 2048, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
+    lengths = (1000, 2048, 8192) if quick else GPU_LENGTHS
     memory = torch.cuda.get_device_properties(0).total_memory
-    rows, configs, summary = [], {}, []
+    result = header(f"{name} ({memory / 2**30:.0f} GiB)") | {
+        "dense_bf16_peak_tflops": peak, "kernel_configs": {}, "summary": [], "rows": [], "complete": False}
     for d, causal in itertools.product((64, 128), (False, True)):
-        config = tune_kernel(d, causal, dtype) if triton_flash.available() else None
-        configs[f"d{d}_{'causal' if causal else 'full'}"] = config
-        for N in lengths:
+        setting = f"d{d}_{'causal' if causal else 'full'}"
+        configs = tuned_configs(d, causal) if triton_flash.available() else {"forward": None, "backward": None}
+        result["kernel_configs"][setting] = configs
+        for dtype, mode, N in itertools.product((torch.bfloat16, torch.float16), sweep.MODES, lengths):
             chosen = [sweep.TRITON, "SDPA flash", "SDPA memory-efficient", "SDPA math", sweep.NAIVE]
-            if N <= 4096:
+            if dtype == torch.bfloat16 and N <= (4096 if mode == sweep.FORWARD else 1030):
                 chosen.append(sweep.TILED)  # a Python loop over (N/128)² tiles: seconds per call past that
             batch, heads = sweep.tokens_per_batch(N), sweep.heads_for(d)
             points = sweep.measure(N, d, causal, chosen, "cuda", dtype, batch, heads, block=128,
-                                   naive_budget=memory // 4, repeats=10, kernel=config)
-            print(f" d = {d}, causal = {causal}, batch {batch} x {heads} heads")
+                                   naive_budget=memory // 4, repeats=10, kernel=configs["forward"], mode=mode,
+                                   backward_kernel=configs["backward"])
+            print(f" d = {d}, causal = {causal}, {str(dtype)[6:]}, {mode}, batch {batch} x {heads} heads, "
+                  f"{time.monotonic() - started:.0f} s")
             print_points(points)
-            rows += points
+            result["rows"] += sweep.as_rows(points)
             by = {p.method: p for p in points}
             ours, flash = by.get(sweep.TRITON), by.get("SDPA flash")
             if ours and flash and ours.tflops and flash.tflops:
-                summary.append({"d": d, "causal": causal, "N": N, "ours_over_sdpa_flash": ours.tflops / flash.tflops,
-                                "ours_fraction_of_peak": ours.tflops / peak if peak else None})
-    print("\nours / SDPA flash (TFLOP/s), N >= 2048:")
-    for s in summary:
+                result["summary"].append({
+                    "d": d, "causal": causal, "dtype": str(dtype)[6:], "mode": mode, "N": N,
+                    "ours_over_sdpa_flash": ours.tflops / flash.tflops,
+                    "ours_fraction_of_peak": ours.tflops / peak if peak else None})
+        write_result("flash_gpu", result)  # after each setting, so a run cut short keeps what it measured
+    print("\nours / SDPA flash (TFLOP/s), N >= 2048 (goals: forward >= 1.0, forward+backward >= 0.8):")
+    for s in result["summary"]:
         if s["N"] >= 2048:
             share = f", {100 * s['ours_fraction_of_peak']:.0f}% of dense peak" if s["ours_fraction_of_peak"] else ""
-            print(f"  d = {s['d']:<4} causal = {s['causal']!s:<5} N = {s['N']:<6} {s['ours_over_sdpa_flash']:.2f}x{share}")
-    return header(f"{name} ({memory / 2**30:.0f} GiB)") | {
-        "dense_bf16_peak_tflops": peak, "kernel_configs": configs, "summary": summary, "rows": sweep.as_rows(rows)}
+            print(f"  {s['dtype']:<9} {s['mode']:<17} d = {s['d']:<4} causal = {s['causal']!s:<5} N = {s['N']:<6} "
+                  f"{s['ours_over_sdpa_flash']:.2f}x{share}")
+    return result | {"complete": True}
 
 
 def main() -> None:
@@ -154,7 +165,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
     args = parser.parse_args()
     if torch.cuda.is_available():
-        write_result("flash_gpu", gpu(args.quick))
+        write_result("flash_gpu", gpu(args.quick, time.monotonic()))
     else:
         write_result("flash_cpu", cpu(args.quick))
 

@@ -67,7 +67,7 @@ def peak_memory(fn: Callable[[], object], device: str = "cpu") -> int:
         fn()
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
-    with torch.no_grad(), _LiveTensorBytes() as mode:
+    with _LiveTensorBytes() as mode:  # in the caller's grad mode: a backward pass is measured with its saved tensors
         fn()
     return mode.peak
 

@@ -6,14 +6,16 @@ from dataclasses import fields
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError, git_restore
-from engine.efficiency.sweep import Point
+from engine.efficiency.sweep import FORWARD, FORWARD_BACKWARD, Point
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
 HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
 NUMBER = (int, float)
 ROW = {"method": str, "N": int, "d": int, "causal": bool, "dtype": str, "batch": int, "heads": int,
-       "ms": NUMBER, "ms_min": NUMBER, "ms_max": NUMBER, "tflops": NUMBER, "peak_mib": NUMBER, "note": str}
+       "ms": NUMBER, "ms_min": NUMBER, "ms_max": NUMBER, "tflops": NUMBER, "peak_mib": NUMBER, "note": str,
+       "mode": str}
 OPTIONAL = {"ms", "ms_min", "ms_max", "tflops", "peak_mib"}  # null for a refused method
+DEFAULTS = {"mode": FORWARD}  # files recorded before the backward was timed hold forward passes only
 assert set(ROW) == {f.name for f in fields(Point)}, "the schema must follow the rows sweep.measure writes"
 
 
@@ -29,6 +31,10 @@ def validate(data: object) -> dict:
     for i, row in enumerate(data["rows"]):
         if not isinstance(row, dict):
             raise ValueError(f"row {i} is not an object")
+        for key, value in DEFAULTS.items():
+            row.setdefault(key, value)
+        if row["mode"] not in (FORWARD, FORWARD_BACKWARD):
+            raise ValueError(f"row {i}: `mode` is {row['mode']!r}")
         for key, kind in ROW.items():
             value = row.get(key)
             if value is None and key in OPTIONAL:

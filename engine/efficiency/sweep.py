@@ -3,17 +3,19 @@
 One function serves the live timing page and `python -m benchmarks.flash`, so both measure the same way:
 interleaved, warmed-up repeats reported as median and spread (engine.efficiency.measure), peak memory of
 each method measured separately, and TFLOP/s counted as 4·B·H·N²·d (QK^T and PV, two FLOPs per
-multiply-add), halved for causal attention, whose upper triangle needs no work.
+multiply-add), halved for causal attention, whose upper triangle needs no work. A forward and backward pass
+counts 3.5 times that, as FlashAttention's benchmarks do: the backward's five N²·d products (S recomputed,
+dV, dP, dQ, dK) against the forward's two.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 
-from engine.efficiency.flash import flash_forward, naive_attention
+from engine.efficiency.flash import flash_attention, flash_forward, naive_attention
 from engine.efficiency.measure import peak_memory, time_interleaved
 from engine.errors import InputError
 
@@ -24,11 +26,18 @@ TRITON = "Triton kernel (ours)"
 LENGTHS = tuple(2**k for k in range(8, 15))  # N from 256 to 16k
 # on a GPU, each of torch's SDPA backends on its own
 SDPA_BACKENDS = {"SDPA flash": "FLASH_ATTENTION", "SDPA memory-efficient": "EFFICIENT_ATTENTION", "SDPA math": "MATH"}
+FORWARD, FORWARD_BACKWARD = "forward", "forward+backward"  # what one timed call runs
+MODES = (FORWARD, FORWARD_BACKWARD)
+BACKWARD_OVER_FORWARD_FLOPS = 2.5  # five N²·d products against two
+# our kernel's output (and gradients) against SDPA's in the same dtype, ‖ours − SDPA‖ / ‖SDPA‖: bf16 rounding
+# alone gives a few 1e-3, a wrong mask or a wrong statistic tenths
+AGREEMENT = 2e-2
 
 
-def attention_flops(batch: int, heads: int, N: int, d: int, causal: bool) -> float:
-    """4·B·H·N²·d for QK^T and PV, halved when causal."""
-    return 4 * batch * heads * N * N * d / (2 if causal else 1)
+def attention_flops(batch: int, heads: int, N: int, d: int, causal: bool, mode: str = FORWARD) -> float:
+    """4·B·H·N²·d for QK^T and PV, halved when causal; 3.5 times that for a forward and backward pass."""
+    forward = 4 * batch * heads * N * N * d / (2 if causal else 1)
+    return forward * (1 + BACKWARD_OVER_FORWARD_FLOPS) if mode == FORWARD_BACKWARD else forward
 
 
 def naive_bytes(batch: int, heads: int, N: int, dtype: torch.dtype = torch.float32, causal: bool = False) -> int:
@@ -78,6 +87,11 @@ class Point:
     tflops: float | None
     peak_mib: float | None
     note: str = ""
+    mode: str = FORWARD
+
+
+def _sdpa(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool) -> torch.Tensor:
+    return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
 
 
 def _sdpa_backend(name: str) -> Callable:
@@ -87,40 +101,57 @@ def _sdpa_backend(name: str) -> Callable:
 
     def run(Q, K, V, causal):
         with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+            return _sdpa(Q, K, V, causal)
     return run
 
 
-def methods(device: str, block: int, kernel: dict | None = None,
-            dtype: torch.dtype = torch.bfloat16) -> dict[str, Callable]:
+def methods(device: str, block: int, kernel: dict | None = None, dtype: torch.dtype = torch.bfloat16,
+            backward_kernel: dict | None = None) -> dict[str, Callable]:
     """What can be timed here: on CPU naive, tiled and SDPA; on CUDA also SDPA's backends and, in float16 or
-    bfloat16, our kernel (`kernel`: block_m, block_n, num_warps, num_stages for it, else its defaults)."""
+    bfloat16, our kernels (`kernel`: block_m, block_n, num_warps, num_stages for the forward, `backward_kernel`
+    triton_attention_backward's settings, else their defaults). Each returns O, with autograd behind it where
+    gradients are asked for."""
     found: dict[str, Callable] = {
         NAIVE: naive_attention,
-        TILED: lambda Q, K, V, causal: flash_forward(Q, K, V, causal, block, block)[0],
+        TILED: lambda Q, K, V, causal: (flash_attention(Q, K, V, causal, block, block) if torch.is_grad_enabled()
+                                        else flash_forward(Q, K, V, causal, block, block)[0]),
     }
     if device.startswith("cuda"):
         from engine.efficiency import triton_flash  # imports triton (a third of a second): only where it can run
 
         found |= {name: _sdpa_backend(name) for name in SDPA_BACKENDS}
         if triton_flash.available() and dtype in triton_flash.DTYPES:
-            found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_attention(Q, K, V, causal, **(kernel or {}))[0]
+            found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_flash_attention(Q, K, V, causal, kernel,
+                                                                                        backward_kernel)
     else:
-        found[SDPA] = lambda Q, K, V, causal: F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+        found[SDPA] = _sdpa
     return found
+
+
+def _relative_error(ours: Sequence[torch.Tensor], reference: Sequence[torch.Tensor]) -> float:
+    """The largest ‖a − b‖ / ‖b‖ over pairs of tensors (O, and dQ, dK, dV where gradients were taken)."""
+    return max(((a.float() - b.float()).norm() / b.float().norm()).item() for a, b in zip(ours, reference))
 
 
 def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "cpu",
             dtype: torch.dtype = torch.float32, batch: int = 1, heads: int = 1, block: int = 256,
-            naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: dict | None = None) -> list[Point]:
+            naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: dict | None = None,
+            mode: str = FORWARD, backward_kernel: dict | None = None) -> list[Point]:
     """Every chosen method at one N: timed in turn (interleaved), then each one's peak memory on its own.
+    mode FORWARD_BACKWARD times O and then dQ, dK, dV from a random dO through autograd.
 
     A method that cannot run (naive past its memory budget, an error from SDPA's backend for this shape or
-    dtype) comes back with ms None and the reason in its note, and the others go on.
+    dtype) comes back with ms None and the reason in its note, and the others go on. Our kernel is first
+    checked against torch SDPA on the same inputs (AGREEMENT) and refused if it disagrees.
     """
+    backward = mode == FORWARD_BACKWARD
     g = torch.Generator(device=device).manual_seed(N)
-    Q, K, V = (torch.randn(batch, heads, N, d, generator=g, device=device, dtype=dtype) for _ in range(3))
-    available = methods(device, block, kernel, dtype)
+    Q, K, V, dO = (torch.randn(batch, heads, N, d, generator=g, device=device, dtype=dtype) for _ in range(4))
+    for t in (Q, K, V):
+        t.requires_grad_(backward)
+    available = methods(device, block, kernel, dtype, backward_kernel)
+    # the naive methods' budget covers S and P; autograd keeps them for the backward, which adds dP and dS
+    budget = naive_budget // 2 if backward else naive_budget
     runnable, refused = {}, {}
     for name in chosen:
         if name not in available:
@@ -128,32 +159,42 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
             continue
         if name in (NAIVE, "SDPA math"):
             try:
-                check_naive_fits(batch, heads, N, naive_budget, dtype, causal)
+                check_naive_fits(batch, heads, N, budget, dtype, causal)
             except ValueError as error:
                 refused[name] = str(error)
                 continue
         runnable[name] = available[name]
+
+    def call(fn: Callable) -> tuple[torch.Tensor, ...]:
+        O = fn(Q, K, V, causal)
+        return (O, *torch.autograd.grad(O, (Q, K, V), dO)) if backward else (O,)
+
     points = []
-    with torch.no_grad():
+    with torch.set_grad_enabled(backward):
         for name, fn in list(runnable.items()):  # a backend that rejects this shape is refused, not fatal
             try:
-                fn(Q, K, V, causal)
+                result = call(fn)
+                if name == TRITON:
+                    error = _relative_error(result, call(_sdpa))
+                    if error > AGREEMENT:
+                        raise ArithmeticError(f"disagrees with torch SDPA: relative error {error:.2e}")
+                del result
             except Exception as error:  # out of memory, a backend without a kernel for this shape, a compile error
                 refused[name] = f"failed: {(str(error).splitlines() or [type(error).__name__])[0][:160]}"
                 del runnable[name]
         # the probe call above was each method's warm-up
-        timings = time_interleaved({name: (lambda fn=fn: fn(Q, K, V, causal)) for name, fn in runnable.items()},
+        timings = time_interleaved({name: (lambda fn=fn: call(fn)) for name, fn in runnable.items()},
                                    repeats=repeats, warmup=0, device=device)
-        flops = attention_flops(batch, heads, N, d, causal)
+        flops = attention_flops(batch, heads, N, d, causal, mode)
         for name, timing in timings.items():
-            peak = peak_memory(lambda fn=runnable[name]: fn(Q, K, V, causal), device)
+            peak = peak_memory(lambda fn=runnable[name]: call(fn), device)
             low, high = timing.spread
             points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
                                 timing.median * 1e3, low * 1e3, high * 1e3, flops / timing.median / 1e12,
-                                peak / 2**20))
+                                peak / 2**20, mode=mode))
     for name, reason in refused.items():
         points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
-                            None, None, None, None, None, reason))
+                            None, None, None, None, None, reason, mode))
     return points
 
 

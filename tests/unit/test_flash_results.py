@@ -26,6 +26,32 @@ def test_sweep_measures_every_method_and_refuses_naive_past_its_budget():
     assert "more than the" in refused[sweep.NAIVE].note and refused[sweep.TILED].ms is not None
 
 
+def test_a_forward_and_backward_pass_is_timed_with_its_gradients():
+    chosen = [sweep.NAIVE, sweep.TILED, sweep.SDPA]
+    forward = {p.method: p for p in sweep.measure(128, 16, True, chosen, block=32, repeats=1)}
+    both = {p.method: p for p in sweep.measure(128, 16, True, chosen, block=32, repeats=1, mode=sweep.FORWARD_BACKWARD)}
+    flops = 3.5 * sweep.attention_flops(1, 1, 128, 16, True)
+    for name in chosen:
+        p = both[name]
+        assert p.mode == sweep.FORWARD_BACKWARD and forward[name].mode == sweep.FORWARD
+        assert p.tflops == pytest.approx(flops / (p.ms / 1e3) / 1e12)
+        assert p.peak_mib > forward[name].peak_mib, name  # dQ, dK, dV and what autograd keeps for them
+
+
+def test_a_kernel_that_disagrees_with_sdpa_is_refused_before_it_is_timed(monkeypatch):
+    real = sweep.methods
+    monkeypatch.setattr(sweep, "methods", lambda *args: real(*args) | {
+        sweep.TRITON: lambda Q, K, V, causal: 1.05 * naive_attention(Q, K, V, causal)})
+    for mode in (sweep.FORWARD, sweep.FORWARD_BACKWARD):
+        refused = {p.method: p for p in sweep.measure(64, 16, False, [sweep.TRITON, sweep.TILED], block=32,
+                                                       repeats=1, mode=mode)}
+        assert refused[sweep.TRITON].ms is None and "disagrees with torch SDPA" in refused[sweep.TRITON].note
+        assert refused[sweep.TILED].ms is not None
+    monkeypatch.setattr(sweep, "methods", lambda *args: real(*args) | {
+        sweep.TRITON: lambda Q, K, V, causal: 1.001 * naive_attention(Q, K, V, causal)})
+    assert sweep.measure(64, 16, False, [sweep.TRITON], block=32, repeats=1)[0].ms is not None
+
+
 def test_flops_and_naive_memory_by_hand():
     assert sweep.attention_flops(2, 3, 10, 4, False) == 4 * 2 * 3 * 100 * 4
     assert sweep.attention_flops(2, 3, 10, 4, True) == 2 * 2 * 3 * 100 * 4
@@ -52,6 +78,10 @@ def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):
     path.write_text(json.dumps(data))
     assert records.load_results(path) == data
     assert records.load_results(tmp_path / "missing.json") is None
+    for row in data["rows"]:
+        del row["mode"]  # as recorded before the backward was timed
+    path.write_text(json.dumps(data))
+    assert {row["mode"] for row in records.load_results(path)["rows"]} == {sweep.FORWARD}
 
 
 def test_the_recorded_results_files_fit_the_schema():
@@ -67,6 +97,7 @@ def test_the_recorded_results_files_fit_the_schema():
     ('{"date": "x", "device": "d", "versions": {}, "rows": []}', "which torch"),
     ('{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"method": "m", "N": "4096"}]}', "`N`"),
     ('{"date": 1', "cannot be read"),
+    ('{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"mode": "sideways"}]}', "`mode`"),
 ])
 def test_a_broken_results_file_is_named(tmp_path, broken, field):
     path = tmp_path / "flash_gpu.json"

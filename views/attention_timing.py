@@ -108,13 +108,19 @@ with page.guard():
                 "CUDA machine with torch, and Triton for our kernel; this page then shows them here.",
                 icon=":material/memory:")
     else:
+        g1, g2 = st.columns(2)
+        mode = page.select("Recorded pass", "gpass", list(sweep.MODES), where=g1,
+                           help="forward+backward counts 3.5 times the forward's FLOPs, as FlashAttention does")
+        recorded_dtype = page.select("Recorded dtype", "gdtype", ["bfloat16", "float16"], where=g2)
         versions = ", ".join(f"{k} {v}" for k, v in recorded["versions"].items())
-        st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · forward pass, batch × N = 16k "
-                   f"tokens, H = 2048/d heads")
-        rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal]
+        st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · {mode}, {recorded_dtype}, "
+                   f"batch × N = 16k tokens, H = 2048/d heads")
+        rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal and r["mode"] == mode
+                and r["dtype"] == recorded_dtype]
         if rows:
             sweep_figures(rows, speed="tflops")
             sweep_table(rows)
         else:
-            st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}.", icon=":material/warning:")
+            st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
+                       icon=":material/warning:")
 

@@ -186,6 +186,20 @@ def test_timing_page_draws_recorded_gpu_results(results_dir):
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                 if json.loads(c.proto.spec)["layout"].get("title", {}).get("text") == "Throughput")
     assert spec["data"][0]["name"] == sweep.TRITON and spec["data"][0]["y"] == pytest.approx([math.pi, 2.0])
+    at = open_page("attention_timing", gpass=sweep.FORWARD_BACKWARD)  # rows without a mode are forward passes
+    assert_clean(at)
+    assert any("No recorded GPU rows for d = 64, causal = False, forward+backward, bfloat16" in w.value
+               for w in at.warning)
+
+
+def test_timing_page_draws_the_recorded_pass_and_dtype_asked_for():
+    at = open_page("attention_timing", d="128", causal="True", gpass=sweep.FORWARD_BACKWARD, gdtype="float16")
+    assert_clean(at)
+    table = at.dataframe[-1].value  # the recorded GPU rows, below this session's (none yet)
+    recorded = [r for r in records.load_results(records.RESULTS / "flash_gpu.json")["rows"]
+                if r["d"] == 128 and r["causal"] and r["mode"] == sweep.FORWARD_BACKWARD and r["dtype"] == "float16"]
+    assert len(table) == len(recorded) > 0
+    assert sorted(table["median ms"].dropna()) == pytest.approx(sorted(r["ms"] for r in recorded if r["ms"]))
 
 
 def test_one_logit_or_one_tile_leaves_nothing_to_step_through():

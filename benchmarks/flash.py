@@ -28,20 +28,40 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import write_result  # noqa: E402
-from engine.efficiency import sweep, triton_flash  # noqa: E402
+from engine.efficiency import compiled, records, sweep, triton_flash  # noqa: E402
 
 CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
 # dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts
 DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4}
-# 8 warps only for the largest tile: smaller ones leave each warp too little work
+# The launches worth GPU time, from the first H100 runs (benchmarks/results/flash_gpu.json): the winners were
+# (64, 64, 4 warps, 3 stages), (128, 64, 4, 2) and (128, 128, 8, 3) forward and (32, 64, 4, 3) backward; 4 stages
+# of 128 x 128 tiles need 288 KiB of shared memory, more than a block may have, and (128, 32) tiles never won.
+# Each is compiled for sm_90 and sm_80 first (benchmarks/flash_compile.py), and those that spill registers or
+# exceed a block's shared memory on the GPU at hand are dropped before it is timed.
 KERNEL_CONFIGS = [dict(block_m=m, block_n=n, num_warps=w, num_stages=s)
-                  for (m, n), w, s in itertools.product(((64, 64), (128, 32), (128, 64), (128, 128)), (4, 8), (2, 3, 4))
-                  if w == 4 or m * n >= 128 * 128]
+                  for (m, n, w), s in itertools.product(((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 128, 8)),
+                                                        (2, 3))]
 # the backward's (BLOCK_M1, BLOCK_N1) for dK, dV; dQ takes the transpose, (BLOCK_N1, BLOCK_M1), as the tutorial
 BACKWARD_CONFIGS = [dict(block_m1=m, block_n1=n, block_m2=n, block_n2=m, num_warps=w, num_stages=s)
-                    for m, n, w, s in ((32, 128, 4, 3), (32, 128, 8, 3), (32, 128, 4, 2), (32, 128, 8, 2),
-                                         (64, 128, 8, 2), (32, 64, 4, 3))]
+                    for m, n, w, s in ((32, 64, 4, 2), (32, 64, 4, 3), (32, 128, 4, 3), (32, 128, 8, 3))]
 GPU_LENGTHS = (512, 1000, 1024, 1030, 2048, 4096, 8192, 16384)  # 1000 and 1030: the masked paths
+HEAD_DIMS, DTYPES = (64, 128), {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def launches() -> list[compiled.Launch]:
+    """Every kernel launch the GPU sweep can make: each configuration at each head dim, dtype, mask and N a
+    multiple of the blocks or not (the backward's two kernels with their own blocks)."""
+    found = []
+    for d, dtype, causal, even in itertools.product(HEAD_DIMS, DTYPES, (False, True), (True, False)):
+        setting = dict(head_dim=d, dtype=dtype, causal=causal, even=even)
+        for c in KERNEL_CONFIGS:
+            found.append(compiled.Launch("forward", **setting, block_m=c["block_m"], block_n=c["block_n"],
+                                         num_warps=c["num_warps"], num_stages=c["num_stages"]))
+        for c in BACKWARD_CONFIGS:
+            for kernel, m, n in (("backward dK dV", "block_m1", "block_n1"), ("backward dQ", "block_m2", "block_n2")):
+                found.append(compiled.Launch(kernel, **setting, block_m=c[m], block_n=c[n], num_warps=c["num_warps"],
+                                             num_stages=c["num_stages"]))
+    return found
 
 
 def versions() -> dict:
@@ -111,12 +131,49 @@ def tune(d: int, causal: bool, dtype: torch.dtype, mode: str, configs: list[dict
     return best
 
 
-def tuned_configs(d: int, causal: bool) -> dict:
+def compiler_target(device_name: str) -> str | None:
+    """The compile record's target for this GPU: the H200 has the H100's SM (sm_90)."""
+    if "H100" in device_name or "H200" in device_name:
+        return "H100"
+    return "A100" if "A100" in device_name else None
+
+
+def unfit_launches(target: str | None) -> dict[tuple, str]:
+    """Launches that spill or do not fit a block's shared memory on `target` in the compile record, in any dtype or
+    mask, keyed (kernel, head_dim, causal, block_m, block_n, num_warps, num_stages), with the reason."""
+    record = records.load_compiled(records.RESULTS / "flash_compile.json")
+    if record is None or target is None:
+        print("  no compile record for this GPU: every configuration is tried")
+        return {}
+    unfit = {}
+    for r in record["rows"]:
+        if r["target"] == target and not r["fits"]:
+            key = (r["kernel"], r["head_dim"], r["causal"], r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
+            unfit[key] = r["error"] or (f"spills {r['spill_bytes']} B per thread" if r["spill_bytes"] else
+                                        f"needs {r['shared_bytes'] // 1024} KiB of shared memory per block")
+    return unfit
+
+
+def tuned_configs(d: int, causal: bool, unfit: dict[tuple, str]) -> dict:
     """The forward's launch, then the backward's with that forward, chosen in bfloat16 (float16 runs the same
-    tiles on the same tensor cores)."""
-    forward_configs = [c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0]
+    tiles on the same tensor cores) among the configurations the compiler says fit."""
+    def fitting(configs: list[dict], kernels: tuple[tuple[str, str, str], ...]) -> list[dict]:
+        kept = []
+        for c in configs:
+            why = next(filter(None, (unfit.get((kernel, d, causal, c[m], c[n], c["num_warps"], c["num_stages"]))
+                                     for kernel, m, n in kernels)), None)
+            if why:
+                print(f"    dropped before timing, d = {d}, causal = {causal}: {c}: {why}")
+            else:
+                kept.append(c)
+        return kept
+
+    forward_configs = fitting([c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0],
+                              (("forward", "block_m", "block_n"),))
+    backward_configs = fitting(BACKWARD_CONFIGS, (("backward dK dV", "block_m1", "block_n1"),
+                                                  ("backward dQ", "block_m2", "block_n2")))
     forward = tune(d, causal, torch.bfloat16, sweep.FORWARD, forward_configs)
-    backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, BACKWARD_CONFIGS, forward or {})
+    backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, backward_configs, forward or {})
     return {"forward": forward, "backward": backward}
 
 
@@ -127,9 +184,10 @@ def gpu(quick: bool, started: float) -> dict:
     memory = torch.cuda.get_device_properties(0).total_memory
     result = header(f"{name} ({memory / 2**30:.0f} GiB)") | {
         "dense_bf16_peak_tflops": peak, "kernel_configs": {}, "summary": [], "rows": [], "complete": False}
-    for d, causal in itertools.product((64, 128), (False, True)):
+    unfit = unfit_launches(compiler_target(name))
+    for d, causal in itertools.product(HEAD_DIMS, (False, True)):
         setting = f"d{d}_{'causal' if causal else 'full'}"
-        configs = tuned_configs(d, causal) if triton_flash.available() else {"forward": None, "backward": None}
+        configs = tuned_configs(d, causal, unfit) if triton_flash.available() else {"forward": None, "backward": None}
         result["kernel_configs"][setting] = configs
         for dtype, mode, N in itertools.product((torch.bfloat16, torch.float16), sweep.MODES, lengths):
             chosen = [sweep.TRITON, "SDPA flash", "SDPA memory-efficient", "SDPA math", sweep.NAIVE]

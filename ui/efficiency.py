@@ -10,9 +10,12 @@ import streamlit as st
 import torch
 from plotly.subplots import make_subplots
 
+from engine.efficiency import compiled, records
 from engine.efficiency.flash import TileStep
 from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
+from engine.efficiency.sweep import format_bytes
 from ui import figures
+from ui.loaders import compile_record
 
 SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#c8d0dc", "#7f9cd6", "#f1f3f5"
 BAR_SCALE = dict(colorscale=[[0, SEEN], [0.5, CURRENT], [1, UNSEEN]], cmin=0, cmax=2)  # 0 seen, 1 current, 2 not yet
@@ -135,3 +138,42 @@ def sweep_table(rows: Sequence[dict]) -> None:
     }, hide_index=True, column_config={"median ms": st.column_config.NumberColumn(format="%.3f"),
                                        "TFLOP/s": st.column_config.NumberColumn(format="%.3f"),
                                        "peak MiB": st.column_config.NumberColumn(format="%.2f")})
+
+
+def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:
+    """What triton made of our kernels for the H100 and the A100 at their default launches (bf16, N a multiple of
+    the blocks), read from benchmarks/results/flash_compile.json; beside the page's model when it gives one."""
+    record = compile_record()
+    if record is None:
+        st.info("No compile results are recorded yet: `python -m benchmarks.flash_compile` writes them, on any "
+                "machine with triton, GPU or not.", icon=":material/memory:")
+        return
+    rows = records.default_launch_rows(record, head_dim, causal)
+    if not rows:
+        st.warning(f"The compile record holds no default launch at d = {head_dim}.", icon=":material/warning:")
+        return
+    targets = record["targets"]
+    st.dataframe({
+        "GPU": [compiled.TARGETS[r["target"]].name for r in rows],
+        "kernel": [r["kernel"] for r in rows],
+        "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],
+        "warps · stages": [f"{r['num_warps']} · {r['num_stages']}" for r in rows],
+        "shared memory per block": [format_bytes(r["shared_bytes"]) if r["shared_bytes"] is not None else ""
+                                    for r in rows],
+        "SRAM per SM": [format_bytes(targets[r["target"]]["shared_per_sm"]) for r in rows],
+        "registers per thread": [r["registers"] for r in rows],
+        "spilled bytes per thread": [r["spill_bytes"] for r in rows],
+        "blocks per SM": [r["blocks_per_sm"] for r in rows],
+        "tensor cores": [targets[r["target"]]["tensor_core_op"] if r["tensor_cores"] else "no" for r in rows],
+    }, hide_index=True)
+    forward = next(r for r in rows if r["kernel"] == "forward")
+    said = (f"Our kernels' default launches at d = {head_dim}{', causal' if causal else ''}, bf16, N a multiple of "
+            f"the blocks. Compiled by triton {record['triton']} on {record['date'][:10]} for each GPU by name, on a machine "
+            "without one; registers and spill read from the cubin with cuobjdump. Blocks per SM: programs resident "
+            "at once, limited by registers, shared memory and threads.")
+    if model_sram is not None:
+        said += (f" The model above counts {format_bytes(model_sram)} per tile step; the compiled forward's "
+                 f"{forward['block_m']} × {forward['block_n']} blocks ask for {format_bytes(forward['shared_bytes'])} "
+                 f"on the {compiled.TARGETS[forward['target']].name}: its {forward['num_stages']}-stage pipeline "
+                 "keeps the next K and V tiles in flight while the current ones are used.")
+    st.caption(said)

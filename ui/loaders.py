@@ -190,3 +190,10 @@ def flash_results(machine: str) -> dict | None:
     """benchmarks/results/flash_<machine>.json ("cpu" or "gpu") as `python -m benchmarks.flash` wrote it, or
     None when nothing is recorded; a broken file raises ModelFileError with the reason."""
     return records.load_results(records.RESULTS / f"flash_{machine}.json")
+
+
+@st.cache_data(show_spinner=False)
+def compile_record() -> dict | None:
+    """benchmarks/results/flash_compile.json as `python -m benchmarks.flash_compile` wrote it, or None; a broken
+    file raises ModelFileError with the reason."""
+    return records.load_compiled(records.RESULTS / "flash_compile.json")

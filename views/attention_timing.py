@@ -5,7 +5,7 @@ import torch
 
 from engine.efficiency import sweep
 from ui import queued
-from ui.efficiency import recorded_label, sweep_figures, sweep_table
+from ui.efficiency import compiler_panel, recorded_label, sweep_figures, sweep_table
 from ui.loaders import flash_results
 from ui.page import Page, equations
 
@@ -123,4 +123,8 @@ with page.guard():
         else:
             st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
                        icon=":material/warning:")
+
+st.subheader("What the compiler made of our Triton kernels")
+with page.guard():
+    compiler_panel(d, causal)
 

@@ -7,7 +7,7 @@ from engine.efficiency.flash import TileStep, tile_kind, tiled_example
 from engine.efficiency.sweep import LENGTHS, NAIVE, TILED, format_bytes, peak_memory_by_length
 from engine.errors import InputError
 from ui import figures
-from ui.efficiency import by_method, recorded_label, tile_figure
+from ui.efficiency import by_method, compiler_panel, recorded_label, tile_figure
 from ui.loaders import flash_results
 from ui.page import Page, equations, gaps
 
@@ -62,7 +62,8 @@ with page.guard():
              r"l &\leftarrow e^{m - m'} l + \operatorname{rowsum} P \\ O &\leftarrow e^{m - m'} O + P V_j "
              r"\end{aligned}"),
             ("After the last key block", r"O_i = O / l, \qquad L_i = m + \log l"),
-            ("Backward, tile by tile from L", r"\begin{aligned} P &= e^{S_{ij} - L_i} \\ "
+            ("Backward, tile by tile from L; on a GPU, our Triton kernels _flash_backward_dk_dv (one program per "
+             "key block) and _flash_backward_dq (one per query block)", r"\begin{aligned} P &= e^{S_{ij} - L_i} \\ "
              r"D_i &= \operatorname{rowsum}(dO_i \circ O_i) \\ dS &= P \circ (dO_i V_j^\top - D_i) \\ "
              r"dV_j &\mathrel{+}= P^\top dO_i \\ dQ_i &\mathrel{+}= dS\, K_j / \sqrt d \\ "
              r"dK_j &\mathrel{+}= dS^\top Q_i / \sqrt d \end{aligned}"),
@@ -119,6 +120,9 @@ def traffic_model() -> None:
         st.caption("Naive attention writes S and P to HBM and reads them back: Θ(N²) bytes. The tiled loop reads "
                    "K and V once per query block, 2N²d/B_r elements, and writes only O and L: larger query blocks, "
                    "which a larger SRAM allows, mean less traffic. Measured memory counts tensors alive at the peak.")
+    st.subheader("What the compiler made of our Triton kernels")
+    with page.guard():
+        compiler_panel(d, causal, traffic.sram_bytes(model_B_r, model_B_c, d, element_bytes))
 
 
 def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None]], str]:

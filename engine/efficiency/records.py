@@ -1,11 +1,14 @@
 """The recorded results of `python -m benchmarks.flash`: checked against their schema before a page draws them."""
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 from dataclasses import fields
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError, git_restore
+from engine.efficiency.compiled import TARGETS, gpu_backward_launch, gpu_forward_launch
 from engine.efficiency.sweep import FORWARD, FORWARD_BACKWARD, Point
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
@@ -54,3 +57,68 @@ def load_results(path: Path) -> dict | None:
         return validate(json.loads(path.read_text()))
     except (OSError, json.JSONDecodeError, ValueError) as error:
         raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
+
+
+def kernel_source_hash() -> str:
+    """sha256 of our Triton kernels' source (every jitted function of triton_flash, in order), so that a compile
+    record can say whether it was made from the kernels as they are."""
+    from engine.efficiency import triton_flash
+
+    jitted = [value.fn for value in vars(triton_flash).values()
+              if getattr(getattr(value, "fn", None), "__module__", None) == triton_flash.__name__]
+    return hashlib.sha256("\n".join(inspect.getsource(fn) for fn in jitted).encode()).hexdigest()
+
+
+COMPILE_HEADER = {"date": str, "triton": str, "kernel_source_sha256": str, "targets": dict, "rows": list}
+COMPILE_ROW = {"kernel": str, "head_dim": int, "dtype": str, "causal": bool, "even": bool, "block_m": int,
+               "block_n": int, "num_warps": int, "num_stages": int, "target": str, "error": str, "fits": bool,
+               "blocks_per_sm": int}
+COMPILE_MEASURED = {"registers": int, "spill_bytes": int, "shared_bytes": int, "tensor_cores": bool}  # null if failed
+
+
+def validate_compiled(data: object) -> dict:
+    """`python -m benchmarks.flash_compile`'s record as loaded, or a ValueError naming the first field that does
+    not fit."""
+    if not isinstance(data, dict):
+        raise ValueError("the compile record is not a JSON object")
+    for key, kind in COMPILE_HEADER.items():
+        if not isinstance(data.get(key), kind):
+            raise ValueError(f"the compile record has no valid `{key}`")
+    for i, row in enumerate(data["rows"]):
+        if not isinstance(row, dict):
+            raise ValueError(f"row {i} is not an object")
+        for key, kind in (COMPILE_ROW | COMPILE_MEASURED).items():
+            value = row.get(key)
+            if value is None and key in COMPILE_MEASURED and row.get("error"):
+                continue
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"row {i}: `{key}` is {value!r}")
+        if row["target"] not in TARGETS:
+            raise ValueError(f"row {i}: unknown target {row['target']!r}")
+    return data
+
+
+def load_compiled(path: Path) -> dict | None:
+    """None when nothing is recorded; ModelFileError, saying how to restore it, when the file is broken."""
+    if not path.exists():
+        return None
+    restore = f"restore it with `{git_restore(path)}` or rerun `python -m benchmarks.flash_compile`"
+    try:
+        return validate_compiled(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError, ValueError) as error:
+        raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
+
+
+def default_launch_rows(record: dict, head_dim: int, causal: bool, dtype: str = "bf16") -> list[dict]:
+    """The recorded rows of the launches a GPU run takes when none is asked for, at this head dim and mask, N a
+    multiple of the blocks: per target, the forward, then the backward's dK, dV and dQ kernels."""
+    forward, backward = gpu_forward_launch(head_dim), gpu_backward_launch(head_dim)
+    wanted = {"forward": (forward["block_m"], forward["block_n"], forward["num_warps"], forward["num_stages"]),
+              "backward dK dV": (backward["block_m1"], backward["block_n1"], backward["num_warps"],
+                                 backward["num_stages"]),
+              "backward dQ": (backward["block_m2"], backward["block_n2"], backward["num_warps"],
+                              backward["num_stages"])}
+    found = {(r["target"], r["kernel"]): r for r in record["rows"]
+             if r["head_dim"] == head_dim and r["causal"] == causal and r["dtype"] == dtype and r["even"]
+             and (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"]) == wanted.get(r["kernel"])}
+    return [found[target, kernel] for target in TARGETS for kernel in wanted if (target, kernel) in found]

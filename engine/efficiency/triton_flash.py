@@ -27,6 +27,7 @@ import os
 
 import torch
 
+from engine.efficiency.compiled import gpu_backward_launch, gpu_forward_launch
 from engine.errors import InputError
 
 try:
@@ -309,21 +310,21 @@ def check_backward_blocks(block_m1: int, block_n1: int, block_m2: int, block_n2:
                          "are whole blocks")
 
 
-def default_launch(head_dim: int) -> tuple[int, int, int]:
-    """BLOCK_M, BLOCK_N and warps: small blocks under the interpreter (numpy runs every lane); on a GPU,
-    8 warps at d = 128 so the (128, 128) accumulator and the score tile fit in registers without spilling."""
+def default_launch(head_dim: int) -> dict:
+    """The forward's block_m, block_n, num_warps, num_stages: small blocks under the interpreter (numpy runs every
+    lane), engine.efficiency.compiled.gpu_forward_launch on a GPU."""
     if interpreted():
-        return 16, 16, 4
-    return (128, 64, 4) if head_dim <= 64 else (128, 64, 8)
+        return {"block_m": 16, "block_n": 16, "num_warps": 4, "num_stages": 1}
+    return gpu_forward_launch(head_dim)
 
 
 def default_backward_launch(head_dim: int) -> dict:
-    """The backward's blocks, as Triton's fused-attention tutorial: few queries against many keys for dK, dV (the
-    (BLOCK_N1, d) accumulators stay put) and the converse for dQ; 8 warps at d = 128 for the two accumulators."""
+    """The backward's block_m1, block_n1 (dK, dV), block_m2, block_n2 (dQ), num_warps, num_stages: few queries
+    against many keys for dK, dV, whose (BLOCK_N1, d) accumulators stay put, and the converse for dQ, as Triton's
+    fused-attention tutorial; engine.efficiency.compiled.gpu_backward_launch on a GPU."""
     if interpreted():
         return {"block_m1": 16, "block_n1": 16, "block_m2": 16, "block_n2": 16, "num_warps": 4, "num_stages": 1}
-    return {"block_m1": 32, "block_n1": 128, "block_m2": 128, "block_n2": 32,
-            "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
+    return gpu_backward_launch(head_dim)
 
 
 def _check_inputs(*tensors: torch.Tensor) -> None:
@@ -347,12 +348,13 @@ def _on_device(tensor: torch.Tensor):
 
 def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
                      block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
-                     num_stages: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N)."""
+                     num_stages: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N); a
+    launch setting left None takes default_launch's."""
     _check_inputs(Q, K, V)
     B, H, N, d = Q.shape
-    defaults = default_launch(d)
-    block_m, block_n, num_warps = block_m or defaults[0], block_n or defaults[1], num_warps or defaults[2]
+    asked = {"block_m": block_m, "block_n": block_n, "num_warps": num_warps, "num_stages": num_stages}
+    block_m, block_n, num_warps, num_stages = (default_launch(d) | {k: v for k, v in asked.items() if v}).values()
     check_settings(d, Q.dtype, block_m, block_n, causal)
     Q, K, V = Q.contiguous(), K.contiguous(), V.contiguous()
     O = torch.empty_like(Q)

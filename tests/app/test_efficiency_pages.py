@@ -156,8 +156,10 @@ def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
 def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "RESULTS", tmp_path)
     loaders.flash_results.clear()
+    loaders.compile_record.clear()
     yield tmp_path
     loaders.flash_results.clear()
+    loaders.compile_record.clear()
 
 
 def test_timing_page_says_when_no_gpu_results_are_recorded(results_dir):
@@ -195,11 +197,50 @@ def test_timing_page_draws_recorded_gpu_results(results_dir):
 def test_timing_page_draws_the_recorded_pass_and_dtype_asked_for():
     at = open_page("attention_timing", d="128", causal="True", gpass=sweep.FORWARD_BACKWARD, gdtype="float16")
     assert_clean(at)
-    table = at.dataframe[-1].value  # the recorded GPU rows, below this session's (none yet)
+    table = next(t.value for t in at.dataframe if "method" in t.value)  # the recorded GPU rows
     recorded = [r for r in records.load_results(records.RESULTS / "flash_gpu.json")["rows"]
                 if r["d"] == 128 and r["causal"] and r["mode"] == sweep.FORWARD_BACKWARD and r["dtype"] == "float16"]
     assert len(table) == len(recorded) > 0
     assert sorted(table["median ms"].dropna()) == pytest.approx(sorted(r["ms"] for r in recorded if r["ms"]))
+
+
+def compiler_table(at):
+    return next(t.value for t in at.dataframe if "registers per thread" in t.value)
+
+
+@pytest.mark.parametrize("page_name", ["flash_attention", "attention_timing"])
+def test_the_pages_show_what_the_compiler_made_of_the_default_launches(page_name):
+    at = open_page(page_name, d="128", causal="True")
+    assert_clean(at)
+    table = compiler_table(at)
+    record = records.load_compiled(records.RESULTS / "flash_compile.json")
+    rows = records.default_launch_rows(record, 128, True)
+    assert list(table["GPU"]) == ["H100 (sm_90)"] * 3 + ["A100 (sm_80)"] * 3
+    assert list(table["registers per thread"]) == [r["registers"] for r in rows]
+    assert list(table["blocks per SM"]) == [r["blocks_per_sm"] for r in rows]
+    assert list(table["tensor cores"]) == ["wgmma.mma_async"] * 3 + ["mma.sync"] * 3
+    assert table["SRAM per SM"][0] == "228.0 KiB" and table["SRAM per SM"][3] == "164.0 KiB"
+    assert any(f"triton {record['triton']}" in c.value for c in at.caption)
+    if page_name == "flash_attention":  # beside the page's own model of a tile step
+        assert any("The model above counts" in c.value for c in at.caption)
+
+
+def test_the_compiler_panel_says_when_nothing_or_something_broken_is_recorded(tmp_path, monkeypatch):
+    (tmp_path / "flash_cpu.json").write_bytes((records.RESULTS / "flash_cpu.json").read_bytes())
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    loaders.compile_record.clear()
+    try:
+        at = open_page("flash_attention")
+        assert_clean(at)
+        assert any("No compile results are recorded yet" in i.value for i in at.info)
+        (tmp_path / "flash_compile.json").write_text('{"rows": 1')
+        loaders.compile_record.clear()
+        at = open_page("flash_attention")
+        assert_clean(at)
+        assert any("flash_compile.json cannot be read" in e.value for e in at.error)
+        assert metric(at, "Traffic at N = 4096, naive / tiled"), "the traffic model above still works"
+    finally:
+        loaders.compile_record.clear()
 
 
 def test_one_logit_or_one_tile_leaves_nothing_to_step_through():

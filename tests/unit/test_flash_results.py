@@ -85,7 +85,7 @@ def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):
 
 
 def test_the_recorded_results_files_fit_the_schema():
-    for path in records.RESULTS.glob("flash_*.json"):
+    for path in (records.RESULTS / "flash_cpu.json", records.RESULTS / "flash_gpu.json"):
         data = records.load_results(path)
         assert data["rows"], path
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}

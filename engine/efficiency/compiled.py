@@ -1,0 +1,206 @@
+"""What the compiler makes of our Triton kernels for a named GPU, without one: registers, spill, shared memory.
+
+Triton compiles for a target given by name (sm_90 for the H100, sm_80 for the A100) on any machine; the
+cubin's resource usage is read with the cuobjdump that triton ships. Each launch is compiled as the JIT would
+specialise it at run time: pointers and integers divisible by 16 are marked so (torch's allocations are), and
+n_ctx only when N is a multiple of 16, which the masked lengths are not.
+
+From those numbers, occupancy: how many blocks (programs) of this launch fit on one SM at once, limited by
+registers (allocated per warp in units of 256), shared memory (plus the 1 KiB the driver reserves per block)
+and threads. Compiling needs triton's compiler, not its interpreter: `compile_launches` runs in a process of
+its own with TRITON_INTERPRET unset, so it works from tests that interpret the kernels.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+KERNELS = {"forward": "_flash_forward", "backward dK dV": "_flash_backward_dk_dv", "backward dQ": "_flash_backward_dq"}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    capability: int  # sm_XX
+    tensor_core_op: str  # the PTX instruction of that generation's tensor cores, as the pages name it
+    shared_per_sm: int  # bytes
+    shared_per_block: int  # the most one block may ask for (opt-in)
+    registers_per_sm: int = 65536
+    threads_per_sm: int = 2048
+    blocks_per_sm: int = 32
+
+
+# NVIDIA's CUDA C++ programming guide, compute capability tables
+TARGETS = {
+    "H100": Target("H100 (sm_90)", 90, "wgmma.mma_async", 228 * 1024, 227 * 1024),
+    "A100": Target("A100 (sm_80)", 80, "mma.sync", 164 * 1024, 163 * 1024),
+}
+RESERVED_SHARED_PER_BLOCK = 1024  # the driver's, on sm_80 and later
+
+
+def gpu_forward_launch(head_dim: int) -> dict:
+    """The forward's launch on a GPU when none is asked for: 8 warps at d = 128 so that the (128, 128) accumulator
+    and the score tile fit in registers (4 warps spill there: see benchmarks/results/flash_compile.json)."""
+    return {"block_m": 128, "block_n": 64, "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
+
+
+def gpu_backward_launch(head_dim: int) -> dict:
+    """The backward's, after the H100 runs: (32, 64) blocks for dK, dV and (64, 32) for dQ, 4 warps, 3 stages,
+    fastest in every setting timed (benchmarks/results/flash_gpu.json's kernel_configs)."""
+    return {"block_m1": 32, "block_n1": 64, "block_m2": 64, "block_n2": 32, "num_warps": 4, "num_stages": 3}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel as the benchmark launches it: blocks, warps, stages, and what its constexprs depend on."""
+
+    kernel: str  # a key of KERNELS
+    head_dim: int
+    dtype: str  # "bf16" or "fp16"
+    causal: bool
+    even: bool  # N a multiple of the blocks (no masks), as N = 4096; False as N = 1000
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+
+@dataclass
+class Compiled:
+    launch: Launch
+    target: str  # a key of TARGETS
+    registers: int | None = None  # per thread
+    spill_bytes: int | None = None  # stack + local memory per thread: registers that did not fit
+    shared_bytes: int | None = None  # per block, dynamic and static
+    tensor_cores: bool | None = None  # the generation's tensor-core instruction is in the PTX
+    error: str = ""
+
+    @property
+    def fits(self) -> bool:
+        """Compiled, spills nothing, and its shared memory fits one block's limit on the target."""
+        return (not self.error and self.spill_bytes == 0
+                and self.shared_bytes <= TARGETS[self.target].shared_per_block)
+
+    def blocks_per_sm(self) -> int:
+        """Programs of this launch resident on one SM at once (0 when one does not fit)."""
+        target, warps = TARGETS[self.target], self.launch.num_warps
+        if not self.fits:
+            return 0
+        per_warp = math.ceil(self.registers * 32 / 256) * 256
+        by_registers = target.registers_per_sm // (per_warp * warps)
+        by_shared = target.shared_per_sm // (self.shared_bytes + RESERVED_SHARED_PER_BLOCK)
+        by_threads = target.threads_per_sm // (32 * warps)
+        return min(by_registers, by_shared, by_threads, target.blocks_per_sm)
+
+    def as_row(self) -> dict:
+        return asdict(self.launch) | {k: v for k, v in asdict(self).items() if k != "launch"} | {
+            "fits": self.fits, "blocks_per_sm": self.blocks_per_sm()}
+
+
+def _signature(fn, launch: Launch) -> tuple[dict, dict, list[int]]:
+    """Triton's signature, constexprs and the indices of arguments divisible by 16, as the JIT specialises them."""
+    element = "*" + launch.dtype
+    statistics = {"L", "Delta"}  # float32 rows
+    integers, floats = {"stride_bh", "stride_n", "n_ctx"}, {"qk_scale", "sm_scale"}
+    values = {"HEAD_DIM": launch.head_dim, "BLOCK_M": launch.block_m, "BLOCK_N": launch.block_n,
+              "CAUSAL": launch.causal, "EVEN": launch.even, "EVEN_M": launch.even, "EVEN_N": launch.even,
+              "EMULATE_BF16": False}
+    signature, constexprs, divisible = {}, {}, []
+    for i, param in enumerate(fn.params):
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constexprs[name] = "constexpr", values[name]
+        elif name in integers:
+            signature[name] = "i32"
+            if name != "n_ctx" or launch.even:
+                divisible.append(i)
+        elif name in floats:
+            signature[name] = "fp32"
+        else:
+            signature[name] = "*fp32" if name in statistics else element
+            divisible.append(i)
+    return signature, constexprs, divisible
+
+
+def _resources(cubin: bytes) -> dict[str, int]:
+    import triton
+
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as file:
+        file.write(cubin)
+        file.flush()
+        report = subprocess.run([str(cuobjdump), "--dump-resource-usage", file.name], capture_output=True,
+                                text=True, check=True).stdout
+    usage = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", report)
+    if usage is None:
+        raise RuntimeError(f"cuobjdump gave no resource usage: {report[:200]}")
+    return dict(zip(("registers", "stack", "shared", "local"), map(int, usage.groups())))
+
+
+def _compile_here(launch: Launch, target_key: str) -> Compiled:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+
+    from engine.efficiency import triton_flash
+
+    target = TARGETS[target_key]
+    fn = getattr(triton_flash, KERNELS[launch.kernel])
+    gpu = GPUTarget("cuda", target.capability, 32)
+    signature, constexprs, divisible = _signature(fn, launch)
+    attrs = {(i,): make_backend(gpu).parse_attr("D") for i in divisible}
+    result = Compiled(launch, target_key)
+    try:
+        kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs), target=gpu,
+                                options={"num_warps": launch.num_warps, "num_stages": launch.num_stages})
+    except Exception as error:  # noqa: BLE001 - a launch that does not compile is a result, named with its reason
+        result.error = (str(error).strip().splitlines() or [type(error).__name__])[-1][:200]
+        return result
+    usage = _resources(kernel.asm["cubin"])
+    result.registers = usage["registers"]
+    result.spill_bytes = usage["stack"] + usage["local"]
+    result.shared_bytes = kernel.metadata.shared + usage["shared"]
+    result.tensor_cores = target.tensor_core_op in kernel.asm["ptx"]
+    return result
+
+
+def compile_launches(launches: list[Launch], targets: list[str], workers: int = 1) -> list[Compiled]:
+    """Every launch for every target, compiled in `workers` processes of their own (see the module's note)."""
+    jobs = [(launch, target) for launch in launches for target in targets]
+    chunks = [jobs[k::workers] for k in range(workers)]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_DEFAULT_FP_FUSION": "1"}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    processes = [subprocess.Popen([sys.executable, "-m", "engine.efficiency.compiled"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+                 for _ in chunks]
+    outputs = [p.communicate(json.dumps([[asdict(launch), target] for launch, target in chunk]))
+               for p, chunk in zip(processes, chunks)]
+    results = {}
+    for process, (out, err), chunk in zip(processes, outputs, chunks):
+        if process.returncode:
+            raise RuntimeError(f"the compiling process failed: {err.strip()[-500:]}")
+        for (launch, target), row in zip(chunk, json.loads(out)):
+            results[(launch, target)] = Compiled(launch, target, **row)
+    return [results[job] for job in jobs]
+
+
+def _serve() -> None:
+    """The compiling process: [[launch, target], ...] as JSON on stdin, a list of results as JSON on stdout."""
+    rows = []
+    for launch, target in json.loads(sys.stdin.read()):
+        compiled = _compile_here(Launch(**launch), target)
+        rows.append({k: v for k, v in asdict(compiled).items() if k not in ("launch", "target")})
+    sys.stdout.write(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,134 @@
+"""Our Triton kernels compiled for the H100 (sm_90) and the A100 (sm_80) without a GPU, and the record of it.
+
+Compiling every launch the GPU benchmark can make takes about 512 compiles of 2-4 s each, too long for the
+suite: `python -m benchmarks.flash_compile` does it and records the results with the kernels' source hash.
+Here the record is checked to be current and complete (every launch compiled, for both targets), a sample is
+compiled again and must give the recorded numbers, and occupancy is checked by hand.
+"""
+import json
+from importlib.metadata import PackageNotFoundError, version
+
+import pytest
+
+from benchmarks import flash
+from engine.checkpoint_files import ModelFileError
+from engine.efficiency import compiled, records
+from engine.efficiency.compiled import Compiled, Launch
+
+RECORD = records.RESULTS / "flash_compile.json"
+
+
+def installed_triton() -> str | None:
+    try:
+        return version("triton")
+    except PackageNotFoundError:
+        return None
+
+
+needs_triton = pytest.mark.skipif(installed_triton() is None, reason="triton is not installed (requirements-dev)")
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return records.load_compiled(RECORD)
+
+
+def test_occupancy_by_hand():
+    launch = Launch("forward", 64, "bf16", False, True, 128, 64, 4, 3)
+    # 128 registers × 32 lanes = 4096 per warp; 4 warps: 16 Ki registers, so 4 blocks by registers, 3 by shared
+    # memory (228 KiB / (64 + 1) KiB) and 16 by threads (2048 / 128)
+    assert Compiled(launch, "H100", 128, 0, 64 * 1024, True).blocks_per_sm() == 3
+    assert Compiled(launch, "H100", 128, 0, 16 * 1024, True).blocks_per_sm() == 4
+    # 255 registers round up to 256 per lane, 8 Ki per warp: one block of 8 warps fills the register file
+    wide = Launch("forward", 128, "bf16", False, True, 128, 64, 8, 3)
+    assert Compiled(wide, "A100", 255, 0, 16 * 1024, True).blocks_per_sm() == 1
+    spilling, too_big = Compiled(launch, "H100", 255, 8, 1024, True), Compiled(launch, "A100", 64, 0, 164 * 1024, True)
+    assert not spilling.fits and not too_big.fits and spilling.blocks_per_sm() == too_big.blocks_per_sm() == 0
+    assert not Compiled(launch, "H100", error="does not compile").fits
+
+
+@needs_triton
+def test_the_record_is_of_these_kernels_and_this_triton(record):
+    assert record is not None, "run python -m benchmarks.flash_compile"
+    assert record["kernel_source_sha256"] == records.kernel_source_hash(), (
+        "the kernels changed since they were compiled: rerun python -m benchmarks.flash_compile")
+    assert record["triton"] == installed_triton()
+    assert record["targets"] == {key: vars(target) for key, target in compiled.TARGETS.items()}
+
+
+def test_every_launch_the_gpu_benchmark_can_make_compiled_for_both_targets(record):
+    recorded = {(Launch(**{k: r[k] for k in Launch.__dataclass_fields__}), r["target"]): r for r in record["rows"]}
+    wanted = {(launch, target) for launch in flash.launches() for target in compiled.TARGETS}
+    assert set(recorded) == wanted
+    assert len(wanted) == 2 * 2 * 2 * 2 * 2 * (len(flash.KERNEL_CONFIGS) + 2 * len(flash.BACKWARD_CONFIGS))
+    failed = [key for key, r in recorded.items() if r["error"]]
+    assert not failed, failed[:3]
+    assert all(r["tensor_cores"] for r in recorded.values()), "wgmma on sm_90 and mma.sync on sm_80 everywhere"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", flash.HEAD_DIMS)
+def test_the_default_launches_spill_nothing_on_the_h100(record, head_dim, causal):
+    rows = records.default_launch_rows(record, head_dim, causal)
+    assert [r["kernel"] for r in rows if r["target"] == "H100"] == list(compiled.KERNELS)
+    for r in rows:
+        if r["target"] == "H100":
+            assert r["spill_bytes"] == 0 and r["fits"] and r["blocks_per_sm"] >= 1, r
+
+
+@needs_triton
+def test_a_sample_compiles_again_to_the_recorded_numbers(record):
+    sample = [Launch("forward", d, "bf16", False, True, **{k: v for k, v in compiled.gpu_forward_launch(d).items()})
+              for d in flash.HEAD_DIMS]
+    backward = compiled.gpu_backward_launch(128)
+    warps_stages = {"num_warps": backward["num_warps"], "num_stages": backward["num_stages"]}
+    sample += [Launch("backward dK dV", 128, "fp16", True, False, backward["block_m1"], backward["block_n1"],
+                      **warps_stages),
+               Launch("backward dQ", 128, "fp16", True, False, backward["block_m2"], backward["block_n2"],
+                      **warps_stages)]
+    recorded = {(Launch(**{k: r[k] for k in Launch.__dataclass_fields__}), r["target"]): r for r in record["rows"]}
+    for result in compiled.compile_launches(sample, list(compiled.TARGETS), workers=1):
+        row = recorded[result.launch, result.target]
+        assert result.as_row() == row, result.launch
+
+
+def test_launches_that_do_not_fit_are_dropped_before_timing(tmp_path, monkeypatch, capsys):
+    fits = dict(head_dim=64, dtype="bf16", causal=False, even=True, target="H100", error="", registers=128,
+                spill_bytes=0, shared_bytes=1024, tensor_cores=True, fits=True, blocks_per_sm=4)
+    rows = [fits | dict(kernel="forward", block_m=128, block_n=64, num_warps=4, num_stages=3),
+            fits | dict(kernel="forward", block_m=64, block_n=64, num_warps=4, num_stages=2, dtype="fp16",
+                        even=False, spill_bytes=32, fits=False, blocks_per_sm=0),
+            fits | dict(kernel="backward dQ", block_m=128, block_n=32, num_warps=8, num_stages=3,
+                        shared_bytes=240 * 1024, fits=False, blocks_per_sm=0)]
+    data = {"date": "2026-11-26", "triton": "3.9.0", "kernel_source_sha256": "x", "targets": {}, "rows": rows}
+    (tmp_path / "flash_compile.json").write_text(json.dumps(data))
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    unfit = flash.unfit_launches("H100")
+    assert unfit == {("forward", 64, False, 64, 64, 4, 2): "spills 32 B per thread",
+                     ("backward dQ", 64, False, 128, 32, 8, 3): "needs 240 KiB of shared memory per block"}
+    assert flash.unfit_launches("A100") == {}
+    tried = []
+    monkeypatch.setattr(flash, "tune", lambda d, causal, dtype, mode, configs, forward=None: tried.append(configs))
+    flash.tuned_configs(64, False, unfit)
+    forward, backward = tried
+    assert dict(block_m=64, block_n=64, num_warps=4, num_stages=2) not in forward
+    assert len(forward) == len(flash.KERNEL_CONFIGS) - 1
+    assert [c for c in flash.BACKWARD_CONFIGS if c not in backward] == [
+        c for c in flash.BACKWARD_CONFIGS if (c["block_m2"], c["block_n2"], c["num_warps"]) == (128, 32, 8)]
+    assert "dropped before timing" in capsys.readouterr().out
+    assert flash.compiler_target("NVIDIA H200") == "H100" and flash.compiler_target("NVIDIA L4") is None
+
+
+@pytest.mark.parametrize("broken,field", [
+    ("[1]", "not a JSON object"),
+    ('{"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}}', "`rows`"),
+    ('{"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}, "rows": [{"kernel": 1}]}',
+     "`kernel`"),
+    ('{"date": 1', "cannot be read"),
+])
+def test_a_broken_compile_record_is_named(tmp_path, broken, field):
+    path = tmp_path / "flash_compile.json"
+    path.write_text(broken)
+    with pytest.raises(ModelFileError, match=field) as refused:
+        records.load_compiled(path)
+    assert "python -m benchmarks.flash_compile" in str(refused.value)

@@ -13,15 +13,15 @@ import argparse
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from benchmarks.flash import launches  # noqa: E402
-from engine.efficiency import compiled, records  # noqa: E402
+from benchmarks import write_result
+from benchmarks.flash import launches
+from engine.efficiency import compiled, records
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
             print(f"  does not fit {c.target}: {c.launch} ({why})")
     print(f"{sum(c.fits for c in results)} of {len(results)} fit, {time.monotonic() - started:.0f} s")
     write_result("flash_compile", {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "triton": version("triton"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"), "triton": version("triton"),
         "kernel_source_sha256": records.kernel_source_hash(),
         "targets": {key: vars(target) for key, target in compiled.TARGETS.items()},
         "rows": [c.as_row() for c in results]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -47,16 +48,21 @@ def validate(data: object) -> dict:
     return data
 
 
-def load_results(path: Path) -> dict | None:
-    """None when nothing is recorded yet; ModelFileError, saying how to restore it, when the file is there but
-    broken."""
+def _load(path: Path, check: Callable[[object], dict], benchmark: str) -> dict | None:
+    """None when nothing is recorded yet; ModelFileError, saying how to restore it or which benchmark writes it,
+    when the file is there but broken."""
     if not path.exists():
         return None
-    restore = f"restore it with `{git_restore(path)}` or rerun `python -m benchmarks.flash`"
+    restore = f"restore it with `{git_restore(path)}` or rerun `python -m {benchmark}`"
     try:
-        return validate(json.loads(path.read_text()))
+        return check(json.loads(path.read_text()))
     except (OSError, json.JSONDecodeError, ValueError) as error:
         raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
+
+
+def load_results(path: Path) -> dict | None:
+    """benchmarks.flash's timings (see _load)."""
+    return _load(path, validate, "benchmarks.flash")
 
 
 def kernel_source_hash() -> str:
@@ -99,14 +105,8 @@ def validate_compiled(data: object) -> dict:
 
 
 def load_compiled(path: Path) -> dict | None:
-    """None when nothing is recorded; ModelFileError, saying how to restore it, when the file is broken."""
-    if not path.exists():
-        return None
-    restore = f"restore it with `{git_restore(path)}` or rerun `python -m benchmarks.flash_compile`"
-    try:
-        return validate_compiled(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError, ValueError) as error:
-        raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
+    """benchmarks.flash_compile's record (see _load)."""
+    return _load(path, validate_compiled, "benchmarks.flash_compile")
 
 
 def default_launch_rows(record: dict, head_dim: int, causal: bool, dtype: str = "bf16") -> list[dict]:

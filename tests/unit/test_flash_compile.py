@@ -11,7 +11,6 @@ from importlib.metadata import PackageNotFoundError, version
 import pytest
 
 from benchmarks import flash
-from engine.checkpoint_files import ModelFileError
 from engine.efficiency import compiled, records
 from engine.efficiency.compiled import Compiled, Launch
 
@@ -117,18 +116,3 @@ def test_launches_that_do_not_fit_are_dropped_before_timing(tmp_path, monkeypatc
         c for c in flash.BACKWARD_CONFIGS if (c["block_m2"], c["block_n2"], c["num_warps"]) == (128, 32, 8)]
     assert "dropped before timing" in capsys.readouterr().out
     assert flash.compiler_target("NVIDIA H200") == "H100" and flash.compiler_target("NVIDIA L4") is None
-
-
-@pytest.mark.parametrize("broken,field", [
-    ("[1]", "not a JSON object"),
-    ('{"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}}', "`rows`"),
-    ('{"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}, "rows": [{"kernel": 1}]}',
-     "`kernel`"),
-    ('{"date": 1', "cannot be read"),
-])
-def test_a_broken_compile_record_is_named(tmp_path, broken, field):
-    path = tmp_path / "flash_compile.json"
-    path.write_text(broken)
-    with pytest.raises(ModelFileError, match=field) as refused:
-        records.load_compiled(path)
-    assert "python -m benchmarks.flash_compile" in str(refused.value)

@@ -91,17 +91,26 @@ def test_the_recorded_results_files_fit_the_schema():
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}
 
 
-@pytest.mark.parametrize("broken,field", [
-    ("[1, 2]", "not a JSON object"),
-    ('{"date": "x", "device": "d", "versions": {"torch": "1"}}', "`rows`"),
-    ('{"date": "x", "device": "d", "versions": {}, "rows": []}', "which torch"),
-    ('{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"method": "m", "N": "4096"}]}', "`N`"),
-    ('{"date": 1', "cannot be read"),
-    ('{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"mode": "sideways"}]}', "`mode`"),
+COMPILE_HEADER = '"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}'
+
+
+@pytest.mark.parametrize("load,writer,broken,field", [
+    (records.load_results, "flash", "[1, 2]", "not a JSON object"),
+    (records.load_results, "flash", '{"date": "x", "device": "d", "versions": {"torch": "1"}}', "`rows`"),
+    (records.load_results, "flash", '{"date": "x", "device": "d", "versions": {}, "rows": []}', "which torch"),
+    (records.load_results, "flash",
+     '{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"method": "m", "N": "4096"}]}', "`N`"),
+    (records.load_results, "flash", '{"date": 1', "cannot be read"),
+    (records.load_results, "flash",
+     '{"date": "x", "device": "d", "versions": {"torch": "1"}, "rows": [{"mode": "sideways"}]}', "`mode`"),
+    (records.load_compiled, "flash_compile", "[1]", "not a JSON object"),
+    (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + "}", "`rows`"),
+    (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + ', "rows": [{"kernel": 1}]}', "`kernel`"),
+    (records.load_compiled, "flash_compile", '{"date": 1', "cannot be read"),
 ])
-def test_a_broken_results_file_is_named(tmp_path, broken, field):
-    path = tmp_path / "flash_gpu.json"
+def test_a_broken_results_file_is_named(tmp_path, load, writer, broken, field):
+    path = tmp_path / "results.json"
     path.write_text(broken)
     with pytest.raises(ModelFileError, match=field) as refused:
-        records.load_results(path)
-    assert "python -m benchmarks.flash" in str(refused.value)
+        load(path)
+    assert f"python -m benchmarks.{writer}`" in str(refused.value)

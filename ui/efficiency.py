@@ -158,22 +158,26 @@ def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -
         "kernel": [r["kernel"] for r in rows],
         "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],
         "warps · stages": [f"{r['num_warps']} · {r['num_stages']}" for r in rows],
-        "shared memory per block": [format_bytes(r["shared_bytes"]) if r["shared_bytes"] is not None else ""
-                                    for r in rows],
-        "SRAM per SM": [format_bytes(targets[r["target"]]["shared_per_sm"]) for r in rows],
-        "registers per thread": [r["registers"] for r in rows],
-        "spilled bytes per thread": [r["spill_bytes"] for r in rows],
-        "blocks per SM": [r["blocks_per_sm"] for r in rows],
-        "tensor cores": [targets[r["target"]]["tensor_core_op"] if r["tensor_cores"] else "no" for r in rows],
+        "shared / block": [format_bytes(r["shared_bytes"]) if r["shared_bytes"] is not None else "" for r in rows],
+        "SRAM / SM": [format_bytes(targets[r["target"]]["shared_per_sm"]) for r in rows],
+        "registers / thread": [r["registers"] for r in rows],
+        "spill B / thread": [r["spill_bytes"] for r in rows],
+        "blocks / SM": [r["blocks_per_sm"] for r in rows],
+        "tensor cores": [targets[r["target"]]["tensor_core_op"].split(".")[0] if r["tensor_cores"] else "no"
+                         for r in rows],
     }, hide_index=True)
     forward = next(r for r in rows if r["kernel"] == "forward")
     said = (f"Our kernels' default launches at d = {head_dim}{', causal' if causal else ''}, bf16, N a multiple of "
             f"the blocks. Compiled by triton {record['triton']} on {record['date'][:10]} for each GPU by name, on a machine "
             "without one; registers and spill read from the cubin with cuobjdump. Blocks per SM: programs resident "
-            "at once, limited by registers, shared memory and threads.")
+            "at once, limited by registers, shared memory and threads. Tensor cores: the PTX holds Hopper's "
+            "wgmma.mma_async or Ampere's mma.sync.")
     if model_sram is not None:
-        said += (f" The model above counts {format_bytes(model_sram)} per tile step; the compiled forward's "
-                 f"{forward['block_m']} × {forward['block_n']} blocks ask for {format_bytes(forward['shared_bytes'])} "
-                 f"on the {compiled.TARGETS[forward['target']].name}: its {forward['num_stages']}-stage pipeline "
-                 "keeps the next K and V tiles in flight while the current ones are used.")
+        tiles = 2 * head_dim * (forward["block_m"] + 2 * forward["num_stages"] * forward["block_n"])  # bf16 bytes
+        said += (f" The model above counts {format_bytes(model_sram)} per tile step, S included. The compiled "
+                 f"forward keeps S, m, l and O in registers; its {format_bytes(forward['shared_bytes'])} of shared "
+                 f"memory per block on the {compiled.TARGETS[forward['target']].name} hold Q's "
+                 f"{forward['block_m']} × {head_dim} tile and {forward['num_stages']} stages of K's and V's "
+                 f"{forward['block_n']} × {head_dim} tiles ({format_bytes(tiles)} in bf16), the next ones loading "
+                 "while the current ones are used.")
     st.caption(said)

@@ -89,9 +89,10 @@ class Compiled:
                 and self.shared_bytes <= TARGETS[self.target].shared_per_block)
 
     def blocks_per_sm(self) -> int:
-        """Programs of this launch resident on one SM at once (0 when one does not fit)."""
+        """Programs of this launch resident on one SM at once: 0 when one cannot launch (it did not compile, or
+        asks for more shared memory than a block may have); a launch that spills still runs, slower."""
         target, warps = TARGETS[self.target], self.launch.num_warps
-        if not self.fits:
+        if self.error or self.shared_bytes > target.shared_per_block:
             return 0
         per_warp = math.ceil(self.registers * 32 / 256) * 256
         by_registers = target.registers_per_sm // (per_warp * warps)

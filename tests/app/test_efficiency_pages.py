@@ -202,10 +202,14 @@ def test_timing_page_draws_the_recorded_pass_and_dtype_asked_for():
                 if r["d"] == 128 and r["causal"] and r["mode"] == sweep.FORWARD_BACKWARD and r["dtype"] == "float16"]
     assert len(table) == len(recorded) > 0
     assert sorted(table["median ms"].dropna()) == pytest.approx(sorted(r["ms"] for r in recorded if r["ms"]))
+    assert {1000, 1030} <= set(table["N"])
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"].get("title", {}).get("text") == "Throughput")
+    assert spec["data"][0]["x"] == [512, 1024, 2048, 4096, 8192, 16384], "the masked lengths are in the table only"
 
 
 def compiler_table(at):
-    return next(t.value for t in at.dataframe if "registers per thread" in t.value)
+    return next(t.value for t in at.dataframe if "registers / thread" in t.value)
 
 
 @pytest.mark.parametrize("page_name", ["flash_attention", "attention_timing"])
@@ -216,13 +220,16 @@ def test_the_pages_show_what_the_compiler_made_of_the_default_launches(page_name
     record = records.load_compiled(records.RESULTS / "flash_compile.json")
     rows = records.default_launch_rows(record, 128, True)
     assert list(table["GPU"]) == ["H100 (sm_90)"] * 3 + ["A100 (sm_80)"] * 3
-    assert list(table["registers per thread"]) == [r["registers"] for r in rows]
-    assert list(table["blocks per SM"]) == [r["blocks_per_sm"] for r in rows]
-    assert list(table["tensor cores"]) == ["wgmma.mma_async"] * 3 + ["mma.sync"] * 3
-    assert table["SRAM per SM"][0] == "228.0 KiB" and table["SRAM per SM"][3] == "164.0 KiB"
+    assert list(table["registers / thread"]) == [r["registers"] for r in rows]
+    assert list(table["blocks / SM"]) == [r["blocks_per_sm"] for r in rows]
+    assert list(table["tensor cores"]) == ["wgmma"] * 3 + ["mma"] * 3
+    assert table["SRAM / SM"][0] == "228.0 KiB" and table["SRAM / SM"][3] == "164.0 KiB"
     assert any(f"triton {record['triton']}" in c.value for c in at.caption)
     if page_name == "flash_attention":  # beside the page's own model of a tile step
-        assert any("The model above counts" in c.value for c in at.caption)
+        said = next(c.value for c in at.caption if "The model above counts" in c.value)
+        forward = rows[0]  # H100: Q's 128 × 128 tile and 3 stages of 64 × 128 K and V tiles, bf16, + 1 KiB static
+        assert forward["shared_bytes"] == 2 * 128 * (128 + 2 * 3 * 64) + 1024
+        assert "129.0 KiB of shared memory" in said and "(128.0 KiB in bf16)" in said
 
 
 def test_the_compiler_panel_says_when_nothing_or_something_broken_is_recorded(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
 """SmolLM2 in our engine against Hugging Face transformers loading the same GGUF, and against closed forms."""
+import functools
 import math
 import zipfile
 
@@ -31,10 +32,17 @@ def lm():
 
 @pytest.fixture(scope="module")
 def reference():
+    import gguf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     path = files.checked_path()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    with pytest.MonkeyPatch.context() as patch:
+        # transformers parses the whole file for the tokenizer, again for the config and again for the weights
+        # (9 s each here), and builds gguf's tensor-name map once per tensor (397 times): once of each is enough,
+        # and neither is changed by its readers
+        patch.setattr(gguf, "GGUFReader", functools.cache(gguf.GGUFReader))
+        patch.setattr(gguf, "get_tensor_name_map", functools.cache(gguf.get_tensor_name_map))
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     return model.eval(), tokenizer
 
 

@@ -62,8 +62,9 @@ with page.guard():
              r"l &\leftarrow e^{m - m'} l + \operatorname{rowsum} P \\ O &\leftarrow e^{m - m'} O + P V_j "
              r"\end{aligned}"),
             ("After the last key block", r"O_i = O / l, \qquad L_i = m + \log l"),
-            ("Backward, tile by tile from L; on a GPU, our Triton kernels _flash_backward_dk_dv (one program per "
-             "key block) and _flash_backward_dq (one per query block)", r"\begin{aligned} P &= e^{S_{ij} - L_i} \\ "
+            (("Backward, tile by tile from L; on a GPU, our Triton kernels _flash_backward_dk_dv (one program "
+              "per key block) and _flash_backward_dq (one per query block)"),
+             r"\begin{aligned} P &= e^{S_{ij} - L_i} \\ "
              r"D_i &= \operatorname{rowsum}(dO_i \circ O_i) \\ dS &= P \circ (dO_i V_j^\top - D_i) \\ "
              r"dV_j &\mathrel{+}= P^\top dO_i \\ dQ_i &\mathrel{+}= dS\, K_j / \sqrt d \\ "
              r"dK_j &\mathrel{+}= dS^\top Q_i / \sqrt d \end{aligned}"),

@@ -102,6 +102,8 @@ def test_flash_page_checks_and_counts_its_tiles():
     computed = sum(k != "skipped" for k in kinds)
     assert metric(at, "Tiles computed") == f"{computed} of 32"
     assert metric(at, "Skipped (causal)") == str(32 - computed)
+    backward = next(c.value for c in at.caption if c.value.startswith("Backward, tile by tile from L"))
+    assert "_flash_backward_dk_dv" in backward and "_flash_backward_dq" in backward, "its GPU form, named"
     grid = np.array(animated(at)["frames"][4]["data"][0]["z"])
     assert (grid == 3).sum() == 1 and (grid == 2).sum() == 4  # step 5: one tile in SRAM, four done
     naive, tiled = traffic.naive_traffic(4096, 64).total, traffic.tiled_traffic(4096, 64, 128, 64, True).total

@@ -45,7 +45,6 @@ import pyarrow.parquet  # noqa: F401  (GloVe's word index)
 import streamlit.emojis  # noqa: F401  (an icon's first check)
 import tokenizers  # noqa: F401  (SmolLM2's tokenizer, likewise)
 import torch
-import torch._dynamo  # noqa: F401  (entering a TorchDispatchMode, as peak_memory does, imports it: 2 s)
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad's first call: sympy, 2 s)
 import torch.utils.serialization  # noqa: F401  (torch.load's first call)
 import torch.utils._device  # noqa: F401  (torch.device as a context manager: SmolLM2 is built on "meta")

@@ -26,6 +26,12 @@ from engine.errors import InputError
 class _LiveTensorBytes(TorchDispatchMode):
     """Counts the bytes of storages created inside the mode while they are alive, and the highest sum."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, which imports torch._dynamo at
+        the first call (2.5 s of a cold server's start, ui/server.py); nothing measured here is ever compiled."""
+        return False
+
     def __init__(self):
         super().__init__()
         self.live = self.peak = 0

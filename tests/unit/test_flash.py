@@ -1,6 +1,9 @@
 """Tiled FlashAttention in torch against naive attention, torch SDPA and autograd; the traffic model by hand;
 the peak-memory counter and the interleaved timer."""
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -114,6 +117,16 @@ def test_keys_loaded_counts_the_tiles_the_forward_computes(N, B_r, B_c):
         Q, K, V = qkv((1, 1, N, 2))
         flash_forward(Q, K, V, causal, B_r, B_c, record=record)
         assert traffic.keys_loaded(N, B_r, B_c, causal) == sum(min(B_c, N - s.j * B_c) for s in record)
+
+
+def test_peak_memory_does_not_import_torch_dynamo():
+    """A cold server imports what the pages use before the first page (ui/server.py); torch._dynamo, 2.5 s of it,
+    is not among them since our dispatch mode opts out of torch.compile's guard."""
+    probe = ("import sys, torch; from engine.efficiency.measure import peak_memory; "
+             "assert peak_memory(lambda: torch.ones(10) * 2) == 80; print('torch._dynamo' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert ran.stdout.strip() == "False"
 
 
 def test_peak_memory_counts_live_tensors():

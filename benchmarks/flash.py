@@ -51,17 +51,9 @@ HEAD_DIMS, DTYPES = (64, 128), {"bf16": torch.bfloat16, "fp16": torch.float16}
 def launches() -> list[compiled.Launch]:
     """Every kernel launch the GPU sweep can make: each configuration at each head dim, dtype, mask and N a
     multiple of the blocks or not (the backward's two kernels with their own blocks)."""
-    found = []
-    for d, dtype, causal, even in itertools.product(HEAD_DIMS, DTYPES, (False, True), (True, False)):
-        setting = dict(head_dim=d, dtype=dtype, causal=causal, even=even)
-        for c in KERNEL_CONFIGS:
-            found.append(compiled.Launch("forward", **setting, block_m=c["block_m"], block_n=c["block_n"],
-                                         num_warps=c["num_warps"], num_stages=c["num_stages"]))
-        for c in BACKWARD_CONFIGS:
-            for kernel, m, n in (("backward dK dV", "block_m1", "block_n1"), ("backward dQ", "block_m2", "block_n2")):
-                found.append(compiled.Launch(kernel, **setting, block_m=c[m], block_n=c[n], num_warps=c["num_warps"],
-                                             num_stages=c["num_stages"]))
-    return found
+    return [launch for d, dtype, causal, even in itertools.product(HEAD_DIMS, DTYPES, (False, True), (True, False))
+            for setting in KERNEL_CONFIGS + BACKWARD_CONFIGS
+            for launch in compiled.launches_of(setting, d, dtype, causal, even)]
 
 
 def versions() -> dict:
@@ -145,33 +137,34 @@ def unfit_launches(target: str | None) -> dict[tuple, str]:
     if record is None or target is None:
         print("  no compile record for this GPU: every configuration is tried")
         return {}
-    unfit = {}
-    for r in record["rows"]:
-        if r["target"] == target and not r["fits"]:
-            key = (r["kernel"], r["head_dim"], r["causal"], r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
-            unfit[key] = r["error"] or (f"spills {r['spill_bytes']} B per thread" if r["spill_bytes"] else
-                                        f"needs {r['shared_bytes'] // 1024} KiB of shared memory per block")
-    return unfit
+    return {_unfit_key(compiled.launch_of(r)): r["error"] or (
+                f"spills {r['spill_bytes']} B per thread" if r["spill_bytes"] else
+                f"needs {r['shared_bytes'] // 1024} KiB of shared memory per block")
+            for r in record["rows"] if r["target"] == target and not r["fits"]}
+
+
+def _unfit_key(launch: compiled.Launch) -> tuple:
+    """A launch without its dtype and mask: one that does not fit in any of them is dropped in all."""
+    return (launch.kernel, launch.head_dim, launch.causal, launch.block_m, launch.block_n, launch.num_warps,
+            launch.num_stages)
 
 
 def tuned_configs(d: int, causal: bool, unfit: dict[tuple, str]) -> dict:
     """The forward's launch, then the backward's with that forward, chosen in bfloat16 (float16 runs the same
     tiles on the same tensor cores) among the configurations the compiler says fit."""
-    def fitting(configs: list[dict], kernels: tuple[tuple[str, str, str], ...]) -> list[dict]:
+    def fitting(configs: list[dict]) -> list[dict]:
         kept = []
         for c in configs:
-            why = next(filter(None, (unfit.get((kernel, d, causal, c[m], c[n], c["num_warps"], c["num_stages"]))
-                                     for kernel, m, n in kernels)), None)
+            why = next(filter(None, (unfit.get(_unfit_key(launch))
+                                     for launch in compiled.launches_of(c, d, "bf16", causal, True))), None)
             if why:
                 print(f"    dropped before timing, d = {d}, causal = {causal}: {c}: {why}")
             else:
                 kept.append(c)
         return kept
 
-    forward_configs = fitting([c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0],
-                              (("forward", "block_m", "block_n"),))
-    backward_configs = fitting(BACKWARD_CONFIGS, (("backward dK dV", "block_m1", "block_n1"),
-                                                  ("backward dQ", "block_m2", "block_n2")))
+    forward_configs = fitting([c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0])
+    backward_configs = fitting(BACKWARD_CONFIGS)
     forward = tune(d, causal, torch.bfloat16, sweep.FORWARD, forward_configs)
     backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, backward_configs, forward or {})
     return {"forward": forward, "backward": backward}

@@ -23,6 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 KERNELS = {"forward": "_flash_forward", "backward dK dV": "_flash_backward_dk_dv", "backward dQ": "_flash_backward_dq"}
+# the keys of a launch setting (gpu_forward_launch's, gpu_backward_launch's) that hold each kernel's blocks
+BLOCK_KEYS = {"forward": ("block_m", "block_n"), "backward dK dV": ("block_m1", "block_n1"),
+              "backward dQ": ("block_m2", "block_n2")}
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,17 @@ class Launch:
     block_n: int
     num_warps: int
     num_stages: int
+
+
+def launches_of(setting: dict, head_dim: int, dtype: str, causal: bool, even: bool) -> list[Launch]:
+    """The kernel launches one launch setting makes: the forward's one, or the backward's two (dK dV, then dQ)."""
+    return [Launch(kernel, head_dim, dtype, causal, even, setting[m], setting[n], setting["num_warps"],
+                   setting["num_stages"]) for kernel, (m, n) in BLOCK_KEYS.items() if m in setting]
+
+
+def launch_of(row: dict) -> Launch:
+    """The launch a recorded row (Compiled.as_row) was compiled for."""
+    return Launch(**{name: row[name] for name in Launch.__dataclass_fields__})
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError, git_restore
-from engine.efficiency.compiled import TARGETS, gpu_backward_launch, gpu_forward_launch
+from engine.efficiency.compiled import TARGETS, gpu_backward_launch, gpu_forward_launch, launch_of, launches_of
 from engine.efficiency.sweep import FORWARD, FORWARD_BACKWARD, Point
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
@@ -112,13 +112,7 @@ def load_compiled(path: Path) -> dict | None:
 def default_launch_rows(record: dict, head_dim: int, causal: bool, dtype: str = "bf16") -> list[dict]:
     """The recorded rows of the launches a GPU run takes when none is asked for, at this head dim and mask, N a
     multiple of the blocks: per target, the forward, then the backward's dK, dV and dQ kernels."""
-    forward, backward = gpu_forward_launch(head_dim), gpu_backward_launch(head_dim)
-    wanted = {"forward": (forward["block_m"], forward["block_n"], forward["num_warps"], forward["num_stages"]),
-              "backward dK dV": (backward["block_m1"], backward["block_n1"], backward["num_warps"],
-                                 backward["num_stages"]),
-              "backward dQ": (backward["block_m2"], backward["block_n2"], backward["num_warps"],
-                              backward["num_stages"])}
-    found = {(r["target"], r["kernel"]): r for r in record["rows"]
-             if r["head_dim"] == head_dim and r["causal"] == causal and r["dtype"] == dtype and r["even"]
-             and (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"]) == wanted.get(r["kernel"])}
-    return [found[target, kernel] for target in TARGETS for kernel in wanted if (target, kernel) in found]
+    wanted = [launch for setting in (gpu_forward_launch(head_dim), gpu_backward_launch(head_dim))
+              for launch in launches_of(setting, head_dim, dtype, causal, True)]
+    found = {(r["target"], launch_of(r)): r for r in record["rows"]}
+    return [found[target, launch] for target in TARGETS for launch in wanted if (target, launch) in found]

@@ -283,6 +283,12 @@ if triton is not None:
                      mask=offs_m[:, None] < n_ctx)
 
 
+def _check_powers_of_two(**blocks: int) -> None:
+    for name, block in blocks.items():
+        if block < 16 or block & (block - 1):
+            raise InputError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
+
+
 def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int, causal: bool) -> None:
     """The shapes and types the kernel supports, each refused with the reason."""
     if head_dim not in HEAD_DIMS:
@@ -290,9 +296,7 @@ def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int
                          f"{', '.join(map(str, HEAD_DIMS))}")
     if dtype not in DTYPES:
         raise InputError(f"the kernel takes float16 or bfloat16, got {str(dtype).removeprefix('torch.')}")
-    for name, block in (("BLOCK_M", block_m), ("BLOCK_N", block_n)):
-        if block < 16 or block & (block - 1):
-            raise InputError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
+    _check_powers_of_two(BLOCK_M=block_m, BLOCK_N=block_n)
     if causal and block_m % block_n:
         raise InputError(f"causal attention needs BLOCK_N = {block_n} to divide BLOCK_M = {block_m}, so that "
                          "the diagonal blocks start where a query block starts")
@@ -301,9 +305,7 @@ def check_settings(head_dim: int, dtype: torch.dtype, block_m: int, block_n: int
 def check_backward_blocks(block_m1: int, block_n1: int, block_m2: int, block_n2: int, causal: bool) -> None:
     """The backward's two block pairs: powers of two from 16, and, when causal, each diagonal made of whole blocks
     of the loop's inner kind (queries for dK, dV; keys for dQ)."""
-    for name, block in (("BLOCK_M1", block_m1), ("BLOCK_N1", block_n1), ("BLOCK_M2", block_m2), ("BLOCK_N2", block_n2)):
-        if block < 16 or block & (block - 1):
-            raise InputError(f"{name} = {block}: blocks must be powers of two from 16 (tl.arange and tl.dot)")
+    _check_powers_of_two(BLOCK_M1=block_m1, BLOCK_N1=block_n1, BLOCK_M2=block_m2, BLOCK_N2=block_n2)
     if causal and (block_n1 % block_m1 or block_m2 % block_n2):
         raise InputError(f"causal attention needs BLOCK_M1 = {block_m1} to divide BLOCK_N1 = {block_n1} and "
                          f"BLOCK_N2 = {block_n2} to divide BLOCK_M2 = {block_m2}, so that the diagonal blocks "

@@ -58,7 +58,7 @@ def test_the_record_is_of_these_kernels_and_this_triton(record):
 
 
 def test_every_launch_the_gpu_benchmark_can_make_compiled_for_both_targets(record):
-    recorded = {(Launch(**{k: r[k] for k in Launch.__dataclass_fields__}), r["target"]): r for r in record["rows"]}
+    recorded = {(compiled.launch_of(r), r["target"]): r for r in record["rows"]}
     wanted = {(launch, target) for launch in flash.launches() for target in compiled.TARGETS}
     assert set(recorded) == wanted
     assert len(wanted) == 2 * 2 * 2 * 2 * 2 * (len(flash.KERNEL_CONFIGS) + 2 * len(flash.BACKWARD_CONFIGS))
@@ -79,15 +79,10 @@ def test_the_default_launches_spill_nothing_on_the_h100(record, head_dim, causal
 
 @needs_triton
 def test_a_sample_compiles_again_to_the_recorded_numbers(record):
-    sample = [Launch("forward", d, "bf16", False, True, **{k: v for k, v in compiled.gpu_forward_launch(d).items()})
-              for d in flash.HEAD_DIMS]
-    backward = compiled.gpu_backward_launch(128)
-    warps_stages = {"num_warps": backward["num_warps"], "num_stages": backward["num_stages"]}
-    sample += [Launch("backward dK dV", 128, "fp16", True, False, backward["block_m1"], backward["block_n1"],
-                      **warps_stages),
-               Launch("backward dQ", 128, "fp16", True, False, backward["block_m2"], backward["block_n2"],
-                      **warps_stages)]
-    recorded = {(Launch(**{k: r[k] for k in Launch.__dataclass_fields__}), r["target"]): r for r in record["rows"]}
+    sample = [launch for d in flash.HEAD_DIMS for launch in compiled.launches_of(
+        compiled.gpu_forward_launch(d), d, "bf16", False, True)]
+    sample += compiled.launches_of(compiled.gpu_backward_launch(128), 128, "fp16", True, False)
+    recorded = {(compiled.launch_of(r), r["target"]): r for r in record["rows"]}
     for result in compiled.compile_launches(sample, list(compiled.TARGETS), workers=1):
         row = recorded[result.launch, result.target]
         assert result.as_row() == row, result.launch

@@ -14,14 +14,14 @@ _FETCHING = threading.Lock()  # one download per server, however many students p
 
 
 @st.cache_resource(show_spinner="Loading SmolLM2-135M: dequantizing 98 MB of Q4_1 weights to float32, "
-                                "about 5 s, once per server…")
+                                "a second or two, once per server…")
 def _loaded() -> SmolLM:
     return load()
 
 
 def preload() -> SmolLM:
     """Load the model in the start-up thread (ui/defaults.py) when its file is there: the first visitor of a
-    SmolLM2 view then finds it ready instead of waiting 5 s. A missing file raises ModelFileError."""
+    SmolLM2 view then finds it ready instead of waiting for it. A missing file raises ModelFileError."""
     files.checked_path()
     return _loaded()
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
 from engine.llm import files, generation, inspection
+from engine.llm.gguf_file import read_gguf
 from engine.llm.model import Capture, RMSNorm
 from engine.llm.smollm import load
 from engine.transformer.model import sampling_distribution
@@ -31,7 +32,14 @@ def lm():
 
 
 @pytest.fixture(scope="module")
-def reference():
+def gguf_reader():
+    """gguf's own reader, made once per path for every reader of the file here."""
+    import gguf
+    return functools.cache(gguf.GGUFReader)
+
+
+@pytest.fixture(scope="module")
+def reference(gguf_reader):
     import gguf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     path = files.checked_path()
@@ -39,11 +47,35 @@ def reference():
         # transformers parses the whole file for the tokenizer, again for the config and again for the weights
         # (9 s each here), and builds gguf's tensor-name map once per tensor (397 times): once of each is enough,
         # and neither is changed by its readers
-        patch.setattr(gguf, "GGUFReader", functools.cache(gguf.GGUFReader))
+        patch.setattr(gguf, "GGUFReader", gguf_reader)
         patch.setattr(gguf, "get_tensor_name_map", functools.cache(gguf.get_tensor_name_map))
         tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     return model.eval(), tokenizer
+
+
+def test_our_gguf_reader_equals_gguf_bit_for_bit(reference, gguf_reader):
+    """Our GGUF parser and dequantization against the gguf package's: every weight's float32 bits, the
+    hyperparameters and the tokenizer's metadata."""
+    import gguf
+    import numpy as np
+    path = files.checked_path()
+    ours, theirs = read_gguf(path), gguf_reader(str(path))
+    assert gguf_reader.cache_info().currsize == 1  # the reader transformers used: parsed once
+    assert len(ours.weights) == len(theirs.tensors) == 272
+    for tensor in theirs.tensors:
+        expected = torch.from_numpy(np.array(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32))
+        assert torch.equal(ours.weights[tensor.name].view(torch.int32), expected.view(torch.int32)), tensor.name
+
+    def field(key):
+        return theirs.fields[key].contents()
+    assert ours.config.n_layers == field("llama.block_count") == 30
+    assert ours.config.norm_eps == field("llama.attention.layer_norm_rms_epsilon")
+    assert ours.config.rope_base == field("llama.rope.freq_base")
+    assert ours.tokenizer.tokens == field("tokenizer.ggml.tokens")
+    assert ours.tokenizer.merges == field("tokenizer.ggml.merges")
+    assert ours.tokenizer.chat_template == field("tokenizer.chat_template")
+    assert ours.tokenizer.special == [i for i, kind in enumerate(field("tokenizer.ggml.token_type")) if kind == 3]
 
 
 @pytest.mark.parametrize("text", TOKENIZER_TEXTS)

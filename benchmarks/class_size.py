@@ -86,6 +86,7 @@ class Tab(User):
 
     def _record(self, kind: str, page: str, action) -> None:
         start = time.perf_counter()
+        arrived_s = time.monotonic() - self.class_start
         error, length = None, 0
         try:
             run = action()
@@ -94,6 +95,9 @@ class Tab(User):
                 error = RuntimeError(f"exception on the page: {run.exceptions[0][:200]}")
         except RunFailed as failure:  # the session closed its connection; the next task opens the page again
             error = failure
+        if kind == "open":
+            self.opens.append({"arrived_s": round(arrived_s, 1), "page": page,
+                               "seconds": round(time.perf_counter() - start, 2), "error": error is not None})
         self.environment.events.request.fire(request_type=kind, name=page, response_length=length, exception=error,
                                              response_time=1000 * (time.perf_counter() - start), context={})
 
@@ -243,17 +247,18 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     """size students arriving over arrival_s, then steady_s of control changes; latencies and server load.
     trainers of them press Train together as the changes begin, flooders rerun without pause (the others move
     controls)."""
-    student = type("Student", (Student,), {"host": url, "abstract": False, "numbers": itertools.count()})
+    opens: list[dict] = []  # every student's first page: when they arrived, which page, how long it took
+    shared = {"host": url, "abstract": False, "opens": opens, "class_start": time.monotonic()}
+    student = type("Student", (Student,), {**shared, "numbers": itertools.count()})
     classes = [student]
     models: list[tuple[int, str]] = []
     if trainers or flooders:
         student.fixed_count = size - trainers - flooders
     if flooders:
-        classes.append(type("Flooder", (Flooder,), {"host": url, "abstract": False, "fixed_count": flooders,
-                                                     "numbers": itertools.count()}))
+        classes.append(type("Flooder", (Flooder,), {**shared, "fixed_count": flooders, "numbers": itertools.count()}))
     if trainers:
         classes.append(type("Trainer", (Trainer,), {
-            "host": url, "abstract": False, "fixed_count": trainers, "numbers": itertools.count(),
+            **shared, "fixed_count": trainers, "numbers": itertools.count(),
             "press_at": time.monotonic() + arrival_s + 5, "models": models}))
     env = Environment(user_classes=classes)
     runner = env.create_local_runner()
@@ -261,6 +266,9 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     with ServerSampler(server) as sampler:
         runner.start(size, spawn_rate=size / arrival_s)
         gevent.sleep(arrival_s + 5)
+        deadline = time.monotonic() + RUN_S
+        while len(opens) < size and time.monotonic() < deadline:  # the slowest first pages count too
+            gevent.sleep(0.5)
         arrived = percentiles(_merged(env, "open"))
         env.stats.reset_all()
         gevent.sleep(steady_s)
@@ -282,7 +290,8 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         # what the sessions and the views they asked for added, per student: an upper bound on a session's own
         "mb_per_student": round((with_class_mb - before_mb) / size, 2)}
     cores = [s["cores"] for s in sampler.samples[:in_class]]
-    result = {"students": size, "open": arrived, "change": percentiles(changed), "errors": dict(errors),
+    slowest = sorted(opens, key=lambda o: -o["seconds"])[:max(3, size // 10)]
+    result = {"students": size, "open": arrived, "slowest_opens": slowest, "change": percentiles(changed), "errors": dict(errors),
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),
                   "trained": trained_models(models)} if trainers else {}),

@@ -8,7 +8,7 @@ import streamlit as st
 # on a cold server the first visitors wait here, and are told why (a spinner is a thread and a message: on a
 # warm server, where the import is a lookup, none)
 if not getattr(sys.modules.get("ui.server"), "READY", False):
-    with st.spinner("Starting up: importing torch and the engine, once per server (about 10 s)…"):
+    with st.spinner("Starting up: importing torch and the engine, once per server (about 5 s)…"):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
 from ui.catalog import pages_by_section

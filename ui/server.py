@@ -20,7 +20,11 @@ collection after every script run is switched off (.streamlit/config.toml, runne
 for 44% of a class's time.
 
 The compiled training and counting loops (numba) are called once on a few words, so that their compilation
-or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin computing in the background.
+or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin
+computing in the background. gensim (and scipy.stats, which it imports) is the exception: 1.5 s of the start-up
+that a class's first students would wait for, needed only by the pages that read the Wikipedia sample, compare
+with gensim or compute a Spearman correlation. The background thread imports it first, and the engine imports
+it only through engine.gensim_data.gensim_module, one thread at a time.
 """
 from __future__ import annotations
 
@@ -30,9 +34,6 @@ import gc
 import importlib
 import pkgutil
 
-import gensim.corpora.wikicorpus  # noqa: F401  (the Wikipedia sample; its import pulls in scipy)
-import gensim.models  # noqa: F401  (word2vec against gensim's)
-import gensim.test.utils  # noqa: F401  (where gensim keeps the corpora and evaluation sets)
 import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import numpy as np
 import pandas  # noqa: F401  (plotly and st.dataframe take it from sys.modules)

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.gensim_data import gensim_file
+from engine.gensim_data import gensim_file, gensim_module
 
 CORPORA = {  # name: its file in gensim's test data
     "lee": "lee_background.cor",
@@ -52,13 +52,13 @@ def wiki_articles(path) -> list[list[str]]:
     read in this process. get_texts hands articles to a multiprocessing pool even with processes=1, and
     forking the app's threaded server can deadlock: the Wikipedia sample's first load hung past 150 s in
     three browser-test runs under load."""
-    from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages, process_article
-
+    wikicorpus = gensim_module("gensim.corpora.wikicorpus")
     articles = []
     with bz2.BZ2File(path) as dump:
-        for title, text, pageid in extract_pages(dump, filter_namespaces=("0",)):
-            tokens, _, _ = process_article((text, title, pageid))
-            if len(tokens) >= ARTICLE_MIN_WORDS and not any(title.startswith(f"{ns}:") for ns in IGNORED_NAMESPACES):
+        for title, text, pageid in wikicorpus.extract_pages(dump, filter_namespaces=("0",)):
+            tokens, _, _ = wikicorpus.process_article((text, title, pageid))
+            if len(tokens) >= wikicorpus.ARTICLE_MIN_WORDS and \
+                    not any(title.startswith(f"{ns}:") for ns in wikicorpus.IGNORED_NAMESPACES):
                 articles.append(tokens)
     return articles
 

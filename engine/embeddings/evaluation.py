@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.embeddings.vectors import ANALOGY_METHODS, WordVectors
 from engine.errors import InputError
-from engine.gensim_data import gensim_file
+from engine.gensim_data import gensim_file, gensim_module
 
 QUESTIONS_FILE = "questions-words.txt"  # Mikolov et al. (2013): 19,544 questions in 14 sections
 PAIR_FILES = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
@@ -161,7 +161,7 @@ def word_pair_correlation(
     vectors: WordVectors, dataset: str = "wordsim353", restrict_vocab: int = 300_000
 ) -> PairCorrelation:
     """Pearson and Spearman correlation between human similarity ratings and cosine similarity."""
-    from scipy import stats  # gensim's dependency; imported late like the data
+    stats = gensim_module("scipy.stats")
 
     if dataset not in PAIR_FILES:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(PAIR_FILES)}")

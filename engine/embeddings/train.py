@@ -22,6 +22,7 @@ from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.evaluation import scores
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecConfig, Word2VecModel, load_model, save_model, train
+from engine.gensim_data import gensim_module
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 WIKI = Word2VecConfig(dim=100, window=5, negatives=5, min_count=5, epochs=10, seed=0)
@@ -35,10 +36,8 @@ RUNS = {
 
 def gensim_word2vec(sentences, config: Word2VecConfig, workers: int = 1) -> Word2VecModel:
     """gensim's Word2Vec with our settings (skip-gram, negative sampling), wrapped as our model."""
-    from gensim.models import Word2Vec
-
     sentences = [list(s) for s in sentences]
-    model = Word2Vec(sentences, vector_size=config.dim, window=config.window, min_count=config.min_count,
+    model = gensim_module("gensim.models").Word2Vec(sentences, vector_size=config.dim, window=config.window, min_count=config.min_count,
                      sg=1, hs=0, negative=config.negatives, sample=config.sample, alpha=config.lr,
                      min_alpha=config.min_lr, epochs=config.epochs, seed=config.seed, workers=workers)
     vocab = Vocab(list(model.wv.index_to_key), np.array([model.wv.get_vecattr(w, "count") for w in model.wv.index_to_key]))

@@ -6,11 +6,10 @@ from __future__ import annotations
 import shutil
 import sys
 
-import gensim.test.utils
 import pytest
 import streamlit as st
 
-from engine import checkpoint_files
+from engine import checkpoint_files, gensim_data
 from engine.checkpoint_files import ModelFileError
 from engine.embeddings import corpus, glove
 from engine.embeddings.train import CHECKPOINTS as EMBEDDINGS
@@ -88,13 +87,15 @@ def test_glove_not_installed_is_named_with_the_setup_command(monkeypatch, fresh_
 
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_damaged_gensim_data_is_named_on_the_page_that_reads_it(tmp_path, monkeypatch, fresh_caches, damage):
-    installed = gensim.test.utils.datapath
+    installed = gensim_data.data_folder()
     damaged = {"lee_background.cor", "questions-words.txt"}
-    for name in damaged:
-        shutil.copyfile(installed(name), tmp_path / name)
-        DAMAGES[damage](tmp_path / name)
-    monkeypatch.setattr(gensim.test.utils, "datapath",
-                        lambda name: str(tmp_path / name) if name in damaged else installed(name))
+    for name in gensim_data.SHA256:
+        if name in damaged:
+            shutil.copyfile(installed / name, tmp_path / name)
+            DAMAGES[damage](tmp_path / name)
+        else:
+            (tmp_path / name).symlink_to(installed / name)
+    monkeypatch.setattr(gensim_data, "data_folder", lambda: tmp_path)
     message = error_text(open_page("word2vec_training", corpus="lee"))
     assert "lee_background.cor" in message and "pip install --force-reinstall --no-deps" in message
     at = open_page("analogies")

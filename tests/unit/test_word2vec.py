@@ -31,6 +31,13 @@ def test_the_wikipedia_sample_reads_as_gensims_wikicorpus_does():
     assert len(ours) == 106 and sum(map(len, ours)) > 400_000  # the module docstring's 106 articles, 453k words
 
 
+def test_gensims_data_is_found_where_gensim_says():
+    from gensim.test.utils import datapath
+
+    from engine.gensim_data import SHA256, gensim_file
+    assert [str(gensim_file(name)) for name in SHA256] == [datapath(name) for name in SHA256]
+
+
 def test_eq6_pairs_of_the_cat_sit_on_the_mat():
     pairs = skipgram_pairs("the cat sit on the mat".split(), 3)
     assert pairs == [("cat", "the"), ("cat", "sit"), ("sit", "cat"), ("sit", "on"),

@@ -5,13 +5,14 @@ cache holds a lock per key), never starts a second one."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 
 import streamlit as st
 
 from engine.decoding.study import ErrorStudy, search_error_study
 from engine.efficiency.measure import torch_threads
+from engine.gensim_data import MODULES as LATE_IMPORTS
+from engine.gensim_data import gensim_module
 from engine.llm import generation
 from engine.seq2seq.dates import distracted_examples
 from engine.seq2seq.decode import held_out_metrics
@@ -76,9 +77,12 @@ def smollm_views() -> None:
 
 
 def _compute_all() -> None:
-    # a background thread's niceness is its own on Linux: visitors' runs come first
-    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    for compute, args in ((error_study, (STUDY_MODEL,)), (distracted_metrics, ()),
+    # At the process's own priority, not niced: this thread holds the interpreter most of its time, and a niced
+    # thread the kernel leaves waiting while it holds it stalls every session (on 2 oversubscribed cores, a
+    # 10 ms task of another thread took 330 ms at p50 beside a niced one, 70 ms beside one that is not).
+    for name in LATE_IMPORTS:  # left out of the start-up (ui/server.py)
+        gensim_module(name)
+    for compute, args in ((preload_smollm, ()), (error_study, (STUDY_MODEL,)), (distracted_metrics, ()),
                           (generated_both_ways, (KV_PROMPT, KV_LONGEST)), (default_view, ()),
                           (cooccurrence_counts, GLOVE_COUNTS), (glove_6b_on, ("glove_wikipedia",)),
                           (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS), (smollm_views, ())):

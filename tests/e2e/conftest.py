@@ -7,6 +7,8 @@ wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
+import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -47,12 +49,18 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    """`streamlit run app.py` on a free loopback port in its own process group, killed at teardown."""
-    server = Server(ROOT / "app.py", ROOT)
+def app_url(request):
+    """`streamlit run app.py` on a free loopback port in its own process group, killed at teardown. When one of
+    the module's tests failed, the server's log (a page's traceback is there, not in the browser) is kept, and
+    the run's warnings say where."""
+    server, failed_before = Server(ROOT / "app.py", ROOT), request.session.testsfailed
     try:
         yield server.url
     finally:
+        if request.session.testsfailed > failed_before:
+            kept = Path(tempfile.gettempdir()) / f"server-{request.module.__name__}.log"
+            kept.write_text(server.output())
+            warnings.warn(f"{request.module.__name__} failed: its server's log is {kept}", stacklevel=1)
         server.stop()
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from engine.errors import InputError
 
+NICENESS = 10  # workers' threads yield the CPU to sessions' script threads (Linux sets niceness per thread)
 SMOOTHING = 0.3  # weight of the newest duration in a kind's running mean: a few runs move the estimate
 
 
@@ -174,8 +175,8 @@ class JobQueue:
         return None if expected is None else max(expected - elapsed, 0.0)
 
     def _serve(self) -> None:
-        # at the process's priority: a niced worker holding the GIL (a timing, SmolLM2, t-SNE) is left waiting by
-        # the kernel on busy cores and stalls every session with it (ui/defaults.py measured it)
+        if hasattr(os, "setpriority"):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
         while True:
             with self._lock:
                 while not self._line and not self._closed:

@@ -291,7 +291,8 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         "mb_per_student": round((with_class_mb - before_mb) / size, 2)}
     cores = [s["cores"] for s in sampler.samples[:in_class]]
     slowest = sorted(opens, key=lambda o: -o["seconds"])[:max(3, size // 10)]
-    result = {"students": size, "open": arrived, "slowest_opens": slowest, "change": percentiles(changed), "errors": dict(errors),
+    result = {"students": size, "open": arrived, "slowest_opens": slowest, "change": percentiles(changed),
+              "errors": dict(errors),
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),
                   "trained": trained_models(models)} if trainers else {}),

@@ -36,8 +36,9 @@ RUNS = {
 
 def gensim_word2vec(sentences, config: Word2VecConfig, workers: int = 1) -> Word2VecModel:
     """gensim's Word2Vec with our settings (skip-gram, negative sampling), wrapped as our model."""
+    Word2Vec = gensim_module("gensim.models").Word2Vec
     sentences = [list(s) for s in sentences]
-    model = gensim_module("gensim.models").Word2Vec(sentences, vector_size=config.dim, window=config.window, min_count=config.min_count,
+    model = Word2Vec(sentences, vector_size=config.dim, window=config.window, min_count=config.min_count,
                      sg=1, hs=0, negative=config.negatives, sample=config.sample, alpha=config.lr,
                      min_alpha=config.min_lr, epochs=config.epochs, seed=config.seed, workers=workers)
     vocab = Vocab(list(model.wv.index_to_key), np.array([model.wv.get_vecattr(w, "count") for w in model.wv.index_to_key]))

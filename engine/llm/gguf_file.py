@@ -58,9 +58,9 @@ class GGUFContents:
     weights: dict[str, torch.Tensor]  # float32, (out, in) as nn.Linear holds them
 
 
-# GGUF's metadata value types (the ggml/docs/gguf.md table): scalars by struct format, then string and array
+# GGUF's metadata value types (the ggml/docs/gguf.md table): scalars by struct format (numpy reads the same
+# strings as dtypes), then string and array
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-_NUMPY = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
 _STRING, _ARRAY = 8, 9
 _ALIGNMENT = 32  # where the tensor data begins, unless general.alignment says otherwise
 
@@ -87,8 +87,8 @@ class _Cursor:
         if kind != _ARRAY:
             return self.scalar(_SCALARS[kind])
         item, count = self.scalar("<I"), self.scalar("<Q")
-        if item in _NUMPY:  # 49,152 token types: one numpy read, not 49,152 struct calls
-            values = np.frombuffer(self.data, _NUMPY[item], count, self.at)
+        if item in _SCALARS:  # 49,152 token types: one numpy read, not 49,152 struct calls
+            values = np.frombuffer(self.data, np.dtype(_SCALARS[item]), count, self.at)
             self.at += values.nbytes
             return values.tolist()
         return [self.value(item) for _ in range(count)]
@@ -132,14 +132,16 @@ def _value(fields: dict, key: str):
     return fields[key]
 
 
-def _dequantized(data: torch.Tensor, kind: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """A tensor's bytes as float32, in torch's order (outermost first). Q4_1 blocks hold 32 weights as
-    (d, m: float16; 16 bytes of 4-bit q, low nibbles first) with w = d·q + m; Q8_0 blocks (d: float16; 32 int8 q)
-    with w = d·q. The same float32 operations as gguf.quants, so the same bits (tests/unit/test_llm.py), a few
-    times faster than its numpy."""
+def _dequantized(raw: torch.Tensor, begin: int, tensor: _TensorInfo) -> torch.Tensor:
+    """A tensor's bytes, from `begin` in the file, as float32 in torch's order (outermost first). Q4_1 blocks hold
+    32 weights as (d, m: float16; 16 bytes of 4-bit q, low nibbles first) with w = d·q + m; Q8_0 blocks
+    (d: float16; 32 int8 q) with w = d·q. The same float32 operations as gguf.quants, so the same bits
+    (tests/unit/test_llm.py), a few times faster than its numpy."""
     import gguf  # imported here: pages that never open the model do not pay for it
 
-    blocks = data.view(-1, gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)][1])  # (n_blocks, block_bytes) uint8
+    kind = gguf.GGMLQuantizationType(tensor.kind)
+    block, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+    blocks = raw[begin:begin + math.prod(tensor.shape) // block * block_bytes].view(-1, block_bytes)  # uint8
     if kind == gguf.GGMLQuantizationType.F32:
         weights = blocks.view(torch.float32).clone()
     elif kind == gguf.GGMLQuantizationType.F16:
@@ -152,13 +154,11 @@ def _dequantized(data: torch.Tensor, kind: int, shape: tuple[int, ...]) -> torch
         scale = blocks[:, 0:2].contiguous().view(torch.float16).float()
         weights = blocks[:, 2:].contiguous().view(torch.int8).float() * scale
     else:  # the types SmolLM2's file does not use
-        weights = torch.from_numpy(gguf.quants.dequantize(blocks.numpy(), gguf.GGMLQuantizationType(kind)).copy())
-    return weights.reshape(shape[::-1])
+        weights = torch.from_numpy(gguf.quants.dequantize(blocks.numpy(), kind).copy())
+    return weights.reshape(tensor.shape[::-1])
 
 
 def read_gguf(path: Path) -> GGUFContents:
-    import gguf
-
     data = np.fromfile(path, dtype=np.uint8)  # read once; nothing stays mapped to the file
     try:
         fields, tensors, start = _parse(data)
@@ -187,10 +187,5 @@ def read_gguf(path: Path) -> GGUFContents:
         chat_template=str(_value(fields, "tokenizer.chat_template")),
     )
     raw = torch.from_numpy(data)
-    weights = {}
-    for tensor in tensors:
-        block, block_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(tensor.kind)]
-        begin = start + tensor.offset
-        weights[tensor.name] = _dequantized(raw[begin:begin + math.prod(tensor.shape) // block * block_bytes],
-                                            tensor.kind, tensor.shape)
+    weights = {tensor.name: _dequantized(raw, start + tensor.offset, tensor) for tensor in tensors}
     return GGUFContents(config, tokenizer, weights)

@@ -11,7 +11,9 @@ opening every page afterwards imports nothing new.
 
 A class's sessions share the server's cores, one script thread each: an operator split over several threads
 there waits on the others' sessions (on 2 busy cores a timing took 6 s of noise with two threads against 0.9 s
-with one), so every operator runs on one.
+with one), so every operator runs on one. The same holds for numpy's and scipy's OpenBLAS, and more: after each
+call its worker thread spins, waiting for the next, for about a tenth of a second. A word2vec page's control
+change cost the server 215 ms of CPU with the worker against 83 ms without, on a core the class needed.
 
 A full garbage collection walks every object the process holds: with torch, sympy, gensim and plotly imported
 that is 380,000 objects and 250 ms of a server's CPU. What is imported here lives as long as the process, so it
@@ -44,6 +46,7 @@ import pyarrow.dataset  # noqa: F401  (pyarrow.parquet.read_table's first call)
 import pyarrow.pandas_compat  # noqa: F401  (st.dataframe and st.table serialise through pyarrow)
 import pyarrow.parquet  # noqa: F401  (GloVe's word index)
 import streamlit.emojis  # noqa: F401  (an icon's first check)
+import threadpoolctl
 import tokenizers  # noqa: F401  (SmolLM2's tokenizer, likewise)
 import torch
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad's first call: sympy, 2 s)
@@ -107,6 +110,7 @@ if torch.cuda.is_available():
 _draw_each_kind()
 _compile_kernels()
 torch.set_num_threads(1)
+threadpoolctl.threadpool_limits(1, user_api="blas")  # numpy's OpenBLAS and scipy's, both loaded by now
 gc.freeze()
 defaults.begin()
 READY = True  # app.py shows its start-up spinner until this is set

@@ -4,6 +4,7 @@ on a cold server, is tests/e2e/test_class_load.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # a page that imports anything gensim brings in (scipy's modules) outside that lock is caught.
 PROBE = """
 import json, logging, sys
+from pathlib import Path
 logging.disable(logging.WARNING)
 from streamlit.testing.v1 import AppTest
 from engine import gensim_data
@@ -43,16 +45,23 @@ for info in PAGES:
         raise SystemExit(f"{info.slug} raised: {[e.value for e in at.exception]}")
     imported[info.slug] = sorted(set(sys.modules) - before - locked)
     before = set(sys.modules)
-print(json.dumps({"pages": imported, "locked": sorted(locked)}))
+from threadpoolctl import threadpool_info
+blas = {Path(lib["filepath"]).name: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+print(json.dumps({"pages": imported, "locked": sorted(locked), "blas": blas}))
 """
 
 
 def test_no_page_imports_a_module_of_its_own():
-    run = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # as a server starts: without the suite's own OpenBLAS setting (tests/conftest.py)
+    env = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    run = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     probe = json.loads(run.stdout.strip().splitlines()[-1])
     assert {slug: modules for slug, modules in probe["pages"].items() if modules} == {}
     assert "scipy.stats" in probe["locked"]  # the pages that need gensim did import it, through the lock
+    # numpy's OpenBLAS and scipy's, one thread each: a second one spins between calls
+    assert len(probe["blas"]) >= 2 and set(probe["blas"].values()) == {1}, probe["blas"]
 
 
 def test_gensim_is_imported_only_through_the_lock():

@@ -45,7 +45,7 @@ def head_qk(lm: SmolLM, ids: list[int], layer: int, head: int, pairing: str = GG
     if not ids:
         raise InputError("type a prompt: it is empty")
     capture = Capture(qk_layer=layer)
-    lm.model(torch.tensor([ids]), capture=capture, pairing=pairing)
+    lm.model(torch.tensor([ids]), capture=capture, pairing=pairing, last_only=True, n_blocks=layer + 1)
     qk, kv_head = capture.qk, kv_head_of(lm.config, head)
     return HeadQK(qk["q"][0, head], qk["k"][0, kv_head], qk["q_rot"][0, head], qk["k_rot"][0, kv_head], kv_head)
 
@@ -104,7 +104,7 @@ def group_attention(lm: SmolLM, ids: list[int], layer: int, kv_head: int) -> Gro
     if not ids:
         raise InputError("type a prompt: it is empty")
     capture = Capture(attentions=True, qk_layer=layer)
-    lm.model(torch.tensor([ids]), capture=capture)
+    lm.model(torch.tensor([ids]), capture=capture, last_only=True, n_blocks=layer + 1)
     heads = group_membership(cfg.n_heads, cfg.n_kv_heads)[:, kv_head].nonzero().flatten()  # (n,)
     weights = capture.attention[layer][0, heads]  # (n, T, T)
     K = capture.qk["k_rot"][0, kv_head]  # (T, d) the one K the group's heads score against

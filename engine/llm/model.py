@@ -131,10 +131,14 @@ class Llama(nn.Module):
         return self.norm(residual) @ self.embed.weight.T
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False,
-                rope_base: float | None = None, pairing: str = GGUF_PAIRING, capture: Capture | None = None
-                ) -> LlamaOutput:
+                n_blocks: int | None = None, rope_base: float | None = None, pairing: str = GGUF_PAIRING,
+                capture: Capture | None = None) -> LlamaOutput:
         """idx (B, T) new tokens after the t already in the cache. last_only computes the logits of the last
-        position alone: a 49,152-word unembedding per prompt token is a fifth of the work otherwise."""
+        position alone: a 49,152-word unembedding per prompt token is a fifth of the work otherwise. n_blocks
+        runs the first n blocks alone, for the views that read one layer; the logits are then the logit lens's,
+        from the residual stream after block n."""
+        if n_blocks is not None and not 1 <= n_blocks <= self.config.n_layers:
+            raise InputError(f"SmolLM2 has blocks 1-{self.config.n_layers}, not {n_blocks}")
         B, T = idx.shape
         past = cache[0][0].shape[2] if cache else 0
         if past + T > self.config.context_length:
@@ -144,7 +148,7 @@ class Llama(nn.Module):
         rope = Rope(cos, sin, pairing)
         x = self.embed(idx)  # (B, T, C); no position embedding: RoPE carries position inside attention
         new_cache = []
-        for layer, block in enumerate(self.blocks):
+        for layer, block in enumerate(self.blocks[:n_blocks]):
             x, layer_cache = block(x, rope, cache[layer] if cache else None, capture, layer)
             new_cache.append(layer_cache)
             if capture is not None and capture.residuals:

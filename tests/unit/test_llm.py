@@ -179,6 +179,24 @@ def test_neuron_view_sums_to_the_score_the_softmax_uses(lm, layer, head, query, 
     torch.testing.assert_close(pairs(view.k_rot), pairs(view.k))
 
 
+@pytest.mark.parametrize("n_blocks", [1, 14, 30])
+def test_the_first_n_blocks_alone_are_the_full_runs_and_their_logits_the_lens(lm, n_blocks):
+    """The views that read one layer run the blocks up to it: the same attention, q and k as the whole model, and
+    logits that are the logit lens's at that depth (000 §8 on the residual stream)."""
+    ids = torch.tensor([lm.tokenizer.encode(PROMPTS[1])])
+    layer = n_blocks - 1
+    full, alone = Capture(attentions=True, residuals=True, qk_layer=layer), Capture(attentions=True, qk_layer=layer)
+    with torch.no_grad():
+        lm.model(ids, capture=full)
+        out = lm.model(ids, capture=alone, last_only=True, n_blocks=n_blocks)
+    assert len(alone.attention) == len(out.cache) == n_blocks
+    assert torch.equal(alone.attention[layer], full.attention[layer])
+    assert all(torch.equal(alone.qk[name], full.qk[name]) for name in ("q", "k", "q_rot", "k_rot"))
+    torch.testing.assert_close(out.logits[0, -1], lm.model.unembed(full.residual[layer][0, -1]))
+    with pytest.raises(InputError, match="blocks 1-30"):
+        lm.model(ids, n_blocks=0)
+
+
 def test_rmsnorm_equals_torch(lm):
     x = torch.randn(3, 5, 576, generator=torch.Generator().manual_seed(0))
     norm = lm.model.blocks[3].attn_norm

@@ -276,6 +276,8 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         while len(models) < trainers and time.monotonic() < deadline:  # the last in line may still be training
             gevent.sleep(1.0)
         changed = _merged(env, "change")
+        by_page = sorted(((name, percentiles(entry)) for (name, method), entry in env.stats.entries.items()
+                          if method == "change"), key=lambda item: -item[1].get("p95_s", 0))
         errors = Counter()  # Locust keeps one entry per page and error: summed per error
         for entry in env.stats.errors.values():
             errors[str(entry.error)[:160]] += entry.occurrences
@@ -292,6 +294,7 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     cores = [s["cores"] for s in sampler.samples[:in_class]]
     slowest = sorted(opens, key=lambda o: -o["seconds"])[:max(3, size // 10)]
     result = {"students": size, "open": arrived, "slowest_opens": slowest, "change": percentiles(changed),
+              "change_by_page": dict(by_page),  # where the slowest changes are, slowest p95 first
               "errors": dict(errors),
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),

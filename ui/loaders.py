@@ -14,7 +14,7 @@ from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.fasttext import FastTextModel
 from engine.embeddings.fasttext import load_model as load_fasttext
 from engine.embeddings.glove import load_glove
-from engine.embeddings.subwords import collisions, fnv1a_each, ngrams
+from engine.embeddings.subwords import LengthNgrams, check_range, collisions, length_ngrams, merged_ngrams
 from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
 from engine.embeddings.train_glove import load_glove_checkpoint
 from engine.embeddings.vectors import WordVectors
@@ -112,13 +112,20 @@ def fasttext_checkpoint() -> tuple[FastTextModel, WordVectors, dict]:
     return model, model.word_vectors(), extra
 
 
-@st.cache_resource(max_entries=8, show_spinner="Hashing the vocabulary's n-grams…")
+@st.cache_resource(show_spinner="Hashing the vocabulary's n-grams…")
+def vocabulary_ngrams(n: int) -> LengthNgrams:
+    """The FastText vocabulary's distinct n-grams of n characters and their FNV-1a hashes, once per length (the
+    eight lengths the page offers, 0.2 s in all): every range of lengths is merged from them. Read only, so shared
+    without a copy."""
+    return length_ngrams(fasttext_checkpoint()[0].vocab.words, n)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
 def ngram_hashes(min_n: int, max_n: int) -> tuple[list[str], np.ndarray]:
     """The FastText vocabulary's distinct n-grams and their FNV-1a hashes, (G,): the same for every bucket count.
     Read only, so shared without a copy."""
-    words = fasttext_checkpoint()[0].vocab.words
-    grams = list(dict.fromkeys(g for w in words for g in ngrams(w, min_n, max_n)))
-    return grams, fnv1a_each(grams)
+    check_range(min_n, max_n)
+    return merged_ngrams([vocabulary_ngrams(n) for n in range(min_n, max_n + 1)])
 
 
 @st.cache_resource(max_entries=8, show_spinner="Hashing the vocabulary's n-grams into buckets…")

@@ -8,6 +8,8 @@ same direction. Both are offered.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.errors import InputError
@@ -46,8 +48,53 @@ def fnv1a(gram: str) -> int:
 
 
 def fnv1a_each(grams: list[str]) -> np.ndarray:
-    """fnv1a of each gram, (G,) int64."""
-    return np.array([fnv1a(g) for g in grams], dtype=np.int64)
+    """fnv1a of each gram, (G,) int64: the same loop, one byte position at a time over all grams at once (a
+    vocabulary's 100,000 n-grams byte by byte in Python took 0.2 s)."""
+    encoded = [g.encode("utf-8") for g in grams]
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))  # (G,)
+    if not len(encoded):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths  # (G,) where each gram's bytes begin in the joined bytes
+    rows = np.repeat(np.arange(len(encoded)), lengths)
+    padded = np.zeros((len(encoded), int(lengths.max())), dtype=np.int8)  # (G, L) signed: fastText's int8_t
+    padded[rows, np.arange(len(rows)) - starts[rows]] = np.frombuffer(b"".join(encoded), dtype=np.int8)
+    h = np.full(len(encoded), FNV_OFFSET, dtype=np.uint64)
+    for j in range(padded.shape[1]):
+        byte = padded[:, j].astype(np.int64).astype(np.uint64) & 0xFFFFFFFF  # sign-extended, then 32 bits
+        h = np.where(lengths > j, ((h ^ byte) * FNV_PRIME) & 0xFFFFFFFF, h)  # < 2^57 before the mask: no overflow
+    return h.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class LengthNgrams:
+    """The distinct n-grams of one length over a word list, as fastText first meets them."""
+    grams: list[str]
+    first_met: np.ndarray  # (G,) int64: (word, start, n) of each first meeting as one key that sorts in that order
+    hashes: np.ndarray  # (G,) int64 fnv1a of each
+
+
+def length_ngrams(words: list[str], n: int) -> LengthNgrams:
+    """The distinct n-grams of exactly n characters of the words (ngrams' rule for n = 1 included). A range's
+    distinct n-grams are these of each length in it, merged by merged_ngrams: each length computed once."""
+    check_range(n, n)
+    stride = max((len(w) for w in words), default=0) + 2  # starts per word, boundaries included
+    first: dict[str, int] = {}
+    for index, word in enumerate(words):
+        marked = f"<{word}>"
+        for start in range(len(marked) - n + 1):
+            if n > 1 or 0 < start < len(marked) - 1:
+                first.setdefault(marked[start:start + n], (index * stride + start) * 16 + n)
+    grams = list(first)
+    return LengthNgrams(grams, np.fromiter(first.values(), dtype=np.int64, count=len(grams)), fnv1a_each(grams))
+
+
+def merged_ngrams(parts: list[LengthNgrams]) -> tuple[list[str], np.ndarray]:
+    """The distinct n-grams of several lengths and their hashes, in the order fastText meets them (by word, then
+    start, then length): the order of dict.fromkeys over every word's ngrams. Lengths differ, so no gram is in
+    two parts, and each gram's first meeting overall is its first meeting within its length."""
+    order = np.argsort(np.concatenate([p.first_met for p in parts]), kind="stable")  # (G,)
+    every = [g for p in parts for g in p.grams]
+    return [every[i] for i in order.tolist()], np.concatenate([p.hashes for p in parts])[order]
 
 
 def check_buckets(n_buckets: int) -> None:
@@ -69,11 +116,13 @@ def collisions(grams: list[str], n_buckets: int, hashes: np.ndarray | None = Non
         grams = list(dict.fromkeys(grams))
         hashes = fnv1a_each(grams)
     ids = hashes % n_buckets  # (G,)
-    _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
-    sharing: dict[int, list[str]] = {}
-    for i in np.flatnonzero(counts[inverse] > 1).tolist():  # in the grams' order, as fastText meets them
-        sharing.setdefault(int(ids[i]), []).append(grams[i])
-    return sharing
+    order = np.argsort(ids, kind="stable")  # each bucket's grams together, in the grams' order
+    starts = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1]])  # (buckets used,)
+    ends = np.r_[starts[1:], len(order)]
+    shared = np.flatnonzero(ends - starts > 1)
+    shared = shared[np.argsort(order[starts[shared]], kind="stable")]  # buckets as fastText first meets them
+    order = order.tolist()
+    return {int(ids[order[starts[b]]]): [grams[i] for i in order[starts[b]:ends[b]]] for b in shared.tolist()}
 
 
 def subword_vector(word: str, ngram_vectors: np.ndarray, min_n: int = 3, max_n: int = 6,

@@ -3,10 +3,11 @@ import numpy as np
 import pytest
 from gensim.models import FastText
 from gensim.models.fasttext import ft_ngram_hashes
-from gensim.models.fasttext_inner import compute_ngrams_bytes
+from gensim.models.fasttext_inner import compute_ngrams_bytes, ft_hash_bytes
 
 from engine.embeddings.corpus import load_corpus
-from engine.embeddings.subwords import buckets, collisions, fnv1a, fnv1a_each, ngrams, subword_vector, word_ngrams
+from engine.embeddings.subwords import (buckets, collisions, fnv1a, fnv1a_each, length_ngrams, merged_ngrams, ngrams,
+                                        subword_vector, word_ngrams)
 from engine.errors import InputError
 
 WORDS = ["where", "lecturerz", "a", "naïve", "straße", "日本語", "x<y"]
@@ -44,6 +45,20 @@ def test_collisions_group_the_n_grams_by_the_buckets_gensim_computes():
     expected = {bucket: found for bucket, found in sharing.items() if len(found) > 1}
     assert expected and collisions(grams, 50) == expected
     assert list(collisions(grams, 50, fnv1a_each(grams)).items()) == list(expected.items())  # hashed once
+
+
+def test_fnv1a_of_many_grams_at_once_equals_gensims_hash():
+    grams = [g for word in WORDS for g in ngrams(word, 1, 9)]
+    assert fnv1a_each(grams).tolist() == [ft_hash_bytes(g.encode()) for g in grams]
+    assert fnv1a_each([]).shape == (0,)
+
+
+@pytest.mark.parametrize("min_n, max_n", [(3, 6), (1, 8), (2, 2), (1, 1)])
+def test_ngrams_of_each_length_merge_into_the_order_fasttext_meets_them(min_n, max_n):
+    words = [*WORDS, "where", "here", "ere", "lecture", "lecturer"]  # repeated grams, first met in other words
+    grams, hashes = merged_ngrams([length_ngrams(words, n) for n in range(min_n, max_n + 1)])
+    assert grams == list(dict.fromkeys(g for word in words for g in ngrams(word, min_n, max_n)))
+    assert hashes.tolist() == [fnv1a(g) for g in grams]
 
 
 def test_an_unseen_words_vector_is_the_sum_of_its_ngram_vectors_and_gensims_is_their_mean():

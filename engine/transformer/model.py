@@ -49,17 +49,16 @@ class CausalSelfAttention(nn.Module):
                 ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """x (B, T, C) new tokens; cache holds K, V of earlier ones. Returns y, attention (B, H, T, t+T), cache."""
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
-        q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))  # (B, H, T, d)
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, H, t + T, d)
         att = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, t + T)
         if self.causal and T > 1:  # one new token (a decoding step) may see every key
             att = att.masked_fill(~causal_mask(T, k.shape[2], x.device), float("-inf"))
         att = F.softmax(att.float(), dim=-1)
-        y = self.attn_dropout(att) @ v  # (B, H, T, d)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
-        return self.resid_dropout(self.proj(y)), att, (k, v)
+        y = (self.attn_dropout(att) if self.training else att) @ v  # (B, H, T, d)
+        y = self.proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+        return (self.resid_dropout(y) if self.training else y), att, (k, v)
 
 
 class TransformerBlock(nn.Module):
@@ -172,7 +171,7 @@ def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, gen
     return torch.multinomial(sampling_distribution(logits, temperature, top_k, top_p), 1, generator=generator)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate(model: TransformerLM, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, use_cache: bool = True, seed: int = 0) -> torch.Tensor:
     """Extend idx (B, T0) by max_new_tokens (000 §8.3.4's generate). With the cache each step feeds one token;

@@ -11,6 +11,13 @@ from ui.page import Page, equations, gaps
 from ui.positions import pair_paths, rope_base
 from ui.smollm import smollm
 
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def decay_bound_bands(head_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """rope.banded_decay_bound, once per server for each d and base: 7,680 distances each, tens of ms."""
+    return rope.banded_decay_bound(head_dim, base)
+
+
 page = Page("rope")
 page.intro(
     "RoPE rotates each pair of a query's and key's coordinates by an angle proportional to the token's "
@@ -112,7 +119,7 @@ with page.guard():
                        "rounding, not a difference between the two sides.")
 
         with decay:
-            bounds = {b: rope.banded_decay_bound(head_dim, b) for b in sorted({*rope.BASES, base})}
+            bounds = {b: decay_bound_bands(head_dim, b) for b in sorted({*rope.BASES, base})}
             distances = bounds[rope.BASES[0]][0]
             means = {f"base {b:g}": mean.tolist() for b, (_, mean) in bounds.items()}
             figures.show(figures.lines(distances.tolist(), means,

@@ -7,6 +7,25 @@ from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
 from ui.smollm import smollm
 
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def variant_modules(d_model: int, n_heads: int, n_groups: int, d_latent: int) -> dict[str, torch.nn.Module]:
+    """The four variants at these sizes, once per server: only read (their cache sizes, and timed in eval mode)."""
+    return {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def absorbed_and_unabsorbed(d_model: int, n_heads: int, d_latent: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One MLA's output on 16 random tokens with W_uk and W_uv absorbed and without: (1, 16, d_model) each."""
+    torch.manual_seed(1)
+    plain = LatentAttention(d_model, n_heads, d_latent, absorbed=False).eval()
+    absorbed = LatentAttention(d_model, n_heads, d_latent, absorbed=True).eval()
+    absorbed.load_state_dict(plain.state_dict())
+    x = torch.randn(1, 16, d_model)
+    with torch.no_grad():
+        return absorbed(x)[0], plain(x)[0]
+
+
 page = Page("attention_variants")
 page.intro(
     "Four ways to share or compress keys and values, at the same d_model and number of query heads. "
@@ -27,7 +46,7 @@ REPEATS, WARMUP, THREADS = 9, 2, 1
 BYTES = 4  # float32
 
 with page.guard():
-    modules = {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}
+    modules = variant_modules(d_model, n_heads, n_groups, d_latent)
     per_token = {name: m.cache_per_token() for name, m in modules.items()}
     left, right = st.columns([3, 2])
     with right:  # drawn first: the timing below may take a second
@@ -70,13 +89,7 @@ with page.guard():
                    "hides the cache, at long ones reading (and copying) it decides. One thread: on a shared "
                    "machine two threads wait for each other, and the time would be the scheduler's.")
         st.subheader("MLA: absorbed equals unabsorbed")
-        torch.manual_seed(1)
-        plain = LatentAttention(d_model, n_heads, d_latent, absorbed=False).eval()
-        absorbed = LatentAttention(d_model, n_heads, d_latent, absorbed=True).eval()
-        absorbed.load_state_dict(plain.state_dict())
-        x = torch.randn(1, 16, d_model)
-        with torch.no_grad():
-            gaps(("max |absorbed − unabsorbed| output", absorbed(x)[0], plain(x)[0]))
+        gaps(("max |absorbed − unabsorbed| output", *absorbed_and_unabsorbed(d_model, n_heads, d_latent)))
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
 

@@ -14,6 +14,7 @@ from engine.llm.smollm import SmolLM
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from engine.transformer.kv_cache import CacheGrowth, cache_growth
+from ui import queued
 from ui.jobs import Report
 
 SHORT_PROMPT = "The cat sat on the mat because it was tired."  # 11 tokens: every head's map is readable
@@ -45,11 +46,33 @@ def token_labels(lm: SmolLM, ids: list[int]) -> list[str]:
     return [f"{i} {visible(token.text)}" for i, token in enumerate(lm.tokenizer.tokens(ids))]
 
 
-@st.cache_data(max_entries=32, show_spinner="SmolLM2 is searching: one forward pass of the live prefixes a step…")
+@st.cache_resource(show_spinner=False)
+def searches() -> dict[tuple, SearchTree]:
+    """The decoding lab's SmolLM2 searches by prompt and settings, shared by the server: the latest SEARCHES_KEPT."""
+    return {}
+
+
+SEARCHES_KEPT = 32
+_SEARCHES_LOCK = threading.Lock()
+SEARCH_STEP_S = 0.15  # a step of up to SEARCH_WIDEST prefixes on one core
+
+
 def search_tree(text: str, method: str, width: int, max_len: int, pruned_shown: int | None, pruning: Pruning | None,
-                _model) -> SearchTree:
-    """The decoding lab's search with SmolLM2's stepper for the prompt `text` (the key: the stepper reads it)."""
-    return search(_model, method, width, max_len, pruned_shown, pruning)
+                model) -> SearchTree:
+    """The decoding lab's search with SmolLM2's stepper `model` for the prompt `text` (the key: the stepper reads
+    it). Seconds of the 135M model, so a job of the server's line (ui/queued.py), which students asking for the
+    same search share; kept for everyone afterwards."""
+    key = (text, method, width, max_len, pruned_shown, pruning)
+    kept = searches()
+    if key not in kept:
+        tree = queued.run("search", key, lambda report: search(model, method, width, max_len, pruned_shown, pruning),
+                          "SmolLM2 is searching, one forward pass of the live prefixes a step",
+                          estimate=SEARCH_STEP_S * max_len)
+        with _SEARCHES_LOCK:  # iterating the store while another session's thread adds to it would raise
+            kept[key] = tree
+            while len(kept) > SEARCHES_KEPT:
+                kept.pop(next(iter(kept)))
+    return kept[key]
 
 
 @st.cache_data(max_entries=32, show_spinner="Running SmolLM2 on the prompt…")

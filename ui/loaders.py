@@ -181,10 +181,11 @@ def decoding_model(name: str, text: str, page):
 
 def decoding_search(name: str, text: str, model, method: str, width: int, max_len: int, pruned_shown: int | None,
                     pruning: Pruning | None) -> SearchTree:
-    """SmolLM2's searches cached by their settings (a search takes seconds); the small models' run afresh: they
-    take milliseconds, and their trees hold attention rows that would cost more to copy out of a cache."""
+    """SmolLM2's searches through the server's line and kept by their settings (a search takes seconds); the small
+    models' run afresh: they take milliseconds, and their trees hold attention rows that would cost more to copy
+    out of a cache."""
     if name == "smollm":
-        return llm.search_tree(text, method, width, max_len, pruned_shown, pruning, _model=model)
+        return llm.search_tree(text, method, width, max_len, pruned_shown, pruning, model)
     return search(model, method, width, max_len, pruned_shown, pruning)
 
 

@@ -41,6 +41,24 @@ def test_decoding_lab_searches_smollm2_and_answers_the_question(lm):
     assert any("chat template" in t for t in texts(at))
 
 
+def test_decoding_lab_searches_smollm2_through_the_line_once_for_every_student(lm, monkeypatch):
+    """Seconds of the 135M model are a job of the server's line (ui/queued.py); the next student asking for the
+    same search reads the kept tree, with no job."""
+    from ui import queued
+
+    kinds = []
+    through_the_line = queued.run
+    monkeypatch.setattr(queued, "run", lambda kind, *args, **kwargs: kinds.append(kind) or
+                        through_the_line(kind, *args, **kwargs))
+    params = {"model": "smollm", "text": "Name a colour.", "W": "2", "T": "3"}
+    first = open_page("decoding_lab", **params)
+    assert_clean(first)
+    assert kinds == ["search", "search"]  # beam search pruned both ways
+    again = open_page("decoding_lab", **params)
+    assert_clean(again)
+    assert kinds == ["search", "search"] and figures(again) == figures(first)
+
+
 def test_decoding_lab_prunes_smollm2_by_the_gnmt_score_and_caps_a_long_prompt(lm):
     at = open_page("decoding_lab", model="smollm", text=QUESTION, W="2", T="10", prune="GNMT score", beta="0.5")
     assert_clean(at)

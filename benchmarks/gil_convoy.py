@@ -1,8 +1,9 @@
 """Why a page that runs many small torch operators is slow under a class: each operator lets go of the GIL and
 must take it back, and another session's thread running Python keeps it for up to the switch interval (5 ms)
 before handing it over. The character TransformerLM sampling 60 characters (about 70 operators a character)
-alone, then beside two threads that only run Python, as a class's sessions do; and the same beside them with
-the whole loop in one TorchScript call, which runs without the GIL.
+alone, then beside two threads that only run Python, as a class's sessions do; the same with the compiled
+sampler the TransformerLM page uses (engine/transformer/sampler.py, one call that never needs the GIL); and a
+loop of small matmuls in Python against the same loop as one TorchScript call.
 
 No target: a measurement of the mechanism behind the slowest changes of `benchmarks.class_size`.
 Usage: python -m benchmarks.gil_convoy
@@ -23,6 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import write_result  # noqa: E402
+from engine.transformer import sampler  # noqa: E402
 from engine.transformer.model import generate, load_checkpoint  # noqa: E402
 from engine.transformer.train import CHECKPOINTS  # noqa: E402
 
@@ -76,8 +78,11 @@ def main() -> int:
     model, _ = load_checkpoint(CHECKPOINTS / "char_causal.pt")
     prompt = torch.randint(0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0))
     x, w = torch.randn(1, 128), torch.randn(128, 128) * 0.01
+    weights = sampler.weights_of(model)
     cases = {
         f"TransformerLM, {CHARACTERS} characters": lambda: generate(model, prompt, CHARACTERS, 0.8, seed=1),
+        f"TransformerLM, {CHARACTERS} characters, compiled sampler": lambda: sampler.sample(
+            weights, prompt[0].tolist(), CHARACTERS, 0.8, None, seed=1),
         f"{SMALL_OPS} small matmuls, a Python loop": lambda: _python_loop(x, w, SMALL_OPS),
         f"{SMALL_OPS} small matmuls, one TorchScript call": lambda: _scripted_loop(x, w, SMALL_OPS),
     }

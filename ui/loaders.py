@@ -24,7 +24,7 @@ from engine.seq2seq.model import Seq2Seq, load_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
 from engine.seq2seq.sentinel import PointerSentinelLM, load_sentinel
 from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
-from engine.transformer import train
+from engine.transformer import sampler, train
 from engine.transformer.model import TransformerLM, load_checkpoint
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
@@ -38,6 +38,12 @@ def char_model(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
     """The shipped checkpoint char_<objective>.pt ("causal", "mlm" or "finetuned"), in eval mode."""
     model, extra = load_checkpoint(CHECKPOINTS / f"char_{objective}.pt")
     return model, CharVocab(extra.pop("vocab")), extra
+
+
+@st.cache_resource(show_spinner=False)
+def char_sampler_weights() -> sampler.Weights:
+    """The causal character model's weights for the compiled sampler (engine/transformer/sampler.py), read only."""
+    return sampler.weights_of(char_model("causal")[0])
 
 
 @st.cache_data(show_spinner=False)

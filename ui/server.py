@@ -92,7 +92,11 @@ def _compile_kernels() -> None:
     it goes: make those calls here, on a few words, with the argument types the pages pass."""
     from engine.embeddings import cooccurrence, fasttext, glove_training, word2vec
     from engine.embeddings.corpus import Vocab
+    from engine.transformer import sampler
+    from engine.transformer.model import ModelConfig, TransformerLM
 
+    tiny = TransformerLM(ModelConfig(vocab_size=3, d_model=4, n_heads=2, n_layers=1, d_ff=4, max_seq_len=4))
+    sampler.sample(sampler.weights_of(tiny), [0, 1], 1, 1.0, 2, seed=0)
     words = [["a", "b", "a", "b", "a"]]
     X = cooccurrence.cooccurrence(np.array([0, 1, 0]), np.array([0, 0, 0]), 2, 1)
     glove_training.train(X, Vocab(["a", "b"], np.array([3, 2])), glove_training.GloVeConfig(dim=2, epochs=1))

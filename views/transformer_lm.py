@@ -2,18 +2,20 @@ import numpy as np
 import streamlit as st
 import torch
 
-from engine.transformer.model import attention_maps, generate
+from engine.transformer import sampler
+from engine.transformer.model import attention_maps
 from ui import figures
-from ui.loaders import char_model, prompt_ids, unigram_baseline
+from ui.loaders import char_model, char_sampler_weights, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def continuation(prompt: tuple[int, ...], n_new: int, temperature: float, top_k: int | None, seed: int) -> str:
-    """The sampled continuation, the same for every visitor who asks for it (the default one first)."""
-    model, vocab, _ = char_model("causal")
-    out = generate(model, torch.tensor([prompt]), n_new, temperature, top_k, use_cache=True, seed=seed)
-    return vocab.decode(out[0, len(prompt):].tolist())
+    """The sampled continuation, the same for every visitor who asks for it (the default one first), drawn by the
+    compiled sampler: the torch loop gave up the GIL some 70 times a character and waited behind every other
+    session each time (benchmarks/gil_convoy.py)."""
+    _, vocab, _ = char_model("causal")
+    return vocab.decode(sampler.sample(char_sampler_weights(), list(prompt), n_new, temperature, top_k, seed))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

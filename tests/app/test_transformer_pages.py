@@ -17,12 +17,17 @@ def metric(at, label_start: str) -> str:
 
 
 def test_generation_starts_from_the_prompt_and_shows_the_held_out_loss():
+    from engine.transformer.model import generate
     from ui.loaders import char_model
 
     at = open_page("transformer_lm", prompt="The fire ", temp="0.0", new="40")
     assert_clean(at)
-    assert at.code[0].value.startswith("The fire ⟶")
-    _, _, extra = char_model("causal")
+    model, vocab, extra = char_model("causal")
+    ids = vocab.encode("The fire ")[None]  # (1, T0)
+    greedy = vocab.decode(generate(model, ids, 40, temperature=0.0)[0, ids.shape[1]:].tolist())
+    assert at.code[0].value == "The fire ⟶" + greedy  # the compiled sampler's greedy pick is the torch model's
+    sampled = open_page("transformer_lm", prompt="The fire ", temp="1.0", new="40", seed="3")
+    assert sampled.code[0].value != at.code[0].value and len(sampled.code[0].value) == len(at.code[0].value)
     assert metric(at, "Held-out loss") == f"{extra['metrics']['held_out_loss']:.3f} nats/char"
 
 

@@ -4,8 +4,6 @@ nothing. The model itself comes from ui.smollm.smollm(); callers pass it in as `
 there is one model)."""
 from __future__ import annotations
 
-import threading
-
 import streamlit as st
 
 from engine.decoding.search import Pruning, SearchTree, search
@@ -47,13 +45,11 @@ def token_labels(lm: SmolLM, ids: list[int]) -> list[str]:
 
 
 @st.cache_resource(show_spinner=False)
-def searches() -> dict[tuple, SearchTree]:
-    """The decoding lab's SmolLM2 searches by prompt and settings, shared by the server: the latest SEARCHES_KEPT."""
-    return {}
+def searches() -> queued.Kept:
+    """The decoding lab's SmolLM2 searches by prompt and settings, shared by the server: the 32 latest."""
+    return queued.Kept(32)
 
 
-SEARCHES_KEPT = 32
-_SEARCHES_LOCK = threading.Lock()
 SEARCH_STEP_S = 0.15  # a step of up to SEARCH_WIDEST prefixes on one core
 
 
@@ -62,17 +58,10 @@ def search_tree(text: str, method: str, width: int, max_len: int, pruned_shown: 
     """The decoding lab's search with SmolLM2's stepper `model` for the prompt `text` (the key: the stepper reads
     it). Seconds of the 135M model, so a job of the server's line (ui/queued.py), which students asking for the
     same search share; kept for everyone afterwards."""
-    key = (text, method, width, max_len, pruned_shown, pruning)
-    kept = searches()
-    if key not in kept:
-        tree = queued.run("search", key, lambda report: search(model, method, width, max_len, pruned_shown, pruning),
+    return searches().run("search", (text, method, width, max_len, pruned_shown, pruning),
+                          lambda report: search(model, method, width, max_len, pruned_shown, pruning),
                           "SmolLM2 is searching, one forward pass of the live prefixes a step",
                           estimate=SEARCH_STEP_S * max_len)
-        with _SEARCHES_LOCK:  # iterating the store while another session's thread adds to it would raise
-            kept[key] = tree
-            while len(kept) > SEARCHES_KEPT:
-                kept.pop(next(iter(kept)))
-    return kept[key]
 
 
 @st.cache_data(max_entries=32, show_spinner="Running SmolLM2 on the prompt…")
@@ -104,24 +93,9 @@ def inside_view(ids: tuple[int, ...], _lm: SmolLM) -> dict:
 
 
 @st.cache_resource(show_spinner=False)
-def perplexities() -> dict[str, dict[tuple[str, float], generation.Perplexity]]:
-    """The SmolLM2 page's texts scored four ways (two pairings, two bases), shared by the server: the 16 latest,
-    kept by keep_scored."""
-    return {}
-
-
-SCORED_KEPT = 16
-_SCORED_LOCK = threading.Lock()  # the store is shared by every session's thread
-
-
-def keep_scored(text: str, scored: dict[tuple[str, float], generation.Perplexity]) -> None:
-    """perplexities()[text] = scored, the oldest text dropped past SCORED_KEPT, one session at a time: iterating
-    the store while another session's thread adds to it would raise."""
-    kept = perplexities()
-    with _SCORED_LOCK:
-        kept[text] = scored
-        while len(kept) > SCORED_KEPT:
-            kept.pop(next(iter(kept)))
+def perplexities() -> queued.Kept:
+    """The SmolLM2 page's texts scored four ways (two pairings, two bases), shared by the server: the 16 latest."""
+    return queued.Kept(16)
 
 
 def score(lm: SmolLM, text: str, report: Report) -> dict[tuple[str, float], generation.Perplexity]:

@@ -23,10 +23,10 @@ class Measured:
 
 
 @st.cache_resource
-def _shelf() -> tuple[threading.Lock, dict[Hashable, Measured]]:
+def _shelf() -> tuple[threading.Lock, queued.Kept]:
     """One lock and one store per server process: two timings at once would each measure the other. Timings
     run as jobs of the server's line (ui/queued.py); the lock still holds when it runs several jobs at once."""
-    return threading.Lock(), {}
+    return threading.Lock(), queued.Kept(KEPT)
 
 
 def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str, runs: str,
@@ -44,11 +44,9 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
         with lock:  # a server running several jobs at once still times one thing at a time
             value = measure(lambda done: report(done, f"Timing on this server… {done:.0%}"))
             when = datetime.now(UTC)
-            store[key] = Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}")
-            while len(store) > KEPT:
-                store.pop(next(iter(store)))
+        store.put(key, Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}"))
 
-    if pressed or (automatic and key not in store):
+    if pressed or (automatic and store.get(key) is None):
         queued.run("timing", key, work, "Timing", estimate=5.0)  # students pressing together share one timing
     return store.get(key)
 

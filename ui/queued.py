@@ -8,6 +8,7 @@ run no job never wait: the line holds jobs, not sessions' reruns.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -65,6 +66,35 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
         queue.leave(session, job)
     bar.empty()
     return outcome(job, what)
+
+
+class Kept:
+    """Jobs' results kept for every session of the server, the latest `limit` (the oldest dropped first). Stores
+    are one at a time: iterating the results while another session's thread adds to them would raise."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._results: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The result kept for key, or None. Look once and hold on to it: another session may drop it."""
+        return self._results.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._results[key] = value
+            while len(self._results) > self.limit:
+                self._results.pop(next(iter(self._results)))
+
+    def run(self, kind: str, key: Hashable, work: Callable[[Report], Any], what: str,
+            estimate: float | None = None) -> Any:
+        """The result kept for key, or work run as run() runs it and kept."""
+        value = self.get(key)
+        if value is None:
+            value = run(kind, key, work, what, estimate)
+            self.put(key, value)
+        return value
 
 
 def outside_a_page(kind: str, key: Hashable, work: Callable[[Report], Any], owner: str = "start-up") -> Any:

@@ -6,7 +6,7 @@ from engine.llm.model import GGUF_PAIRING
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from ui import figures, queued
-from ui.llm import INSIDE, LENS, QUESTION, generate, generations, inside_view, keep_scored, perplexities, score
+from ui.llm import INSIDE, LENS, QUESTION, generate, generations, inside_view, perplexities, score
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 
@@ -182,11 +182,8 @@ with page.guard():
             pairing = page.select("RoPE pairing", "pairing", PAIRINGS, GGUF_PAIRING,
                                   help="the GGUF stores q and k for interleaved pairs (2i, 2i+1)")
             base = page.select("RoPE base", "base", ["100000 (the file's)", "10000"])
-        scored = perplexities().get(passage)  # one look: another session may drop it from the store meanwhile
-        if scored is None:
-            scored = queued.run("perplexity", passage, lambda report: score(lm, passage, report),
-                                "Scoring the text four ways", estimate=3.0)
-            keep_scored(passage, scored)
+        scored = perplexities().run("perplexity", passage, lambda report: score(lm, passage, report),
+                                    "Scoring the text four ways", estimate=3.0)
         chosen = scored[(pairing, cfg.rope_base if base.startswith("100000") else 10000.0)]
         with left:
             scored_tokens = [visible(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]

@@ -171,14 +171,19 @@ def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, gen
     return torch.multinomial(sampling_distribution(logits, temperature, top_k, top_p), 1, generator=generator)
 
 
+def check_context(prompt_length: int, n_new: int, max_seq_len: int) -> None:
+    """A prompt and the tokens to add must fit the model's position embeddings."""
+    if prompt_length + n_new > max_seq_len:
+        raise InputError(f"prompt plus new tokens ({prompt_length} + {n_new}) exceed the context window of "
+                         f"{max_seq_len}")
+
+
 @torch.inference_mode()
 def generate(model: TransformerLM, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, use_cache: bool = True, seed: int = 0) -> torch.Tensor:
     """Extend idx (B, T0) by max_new_tokens (000 §8.3.4's generate). With the cache each step feeds one token;
     without it each step reruns the whole prefix. The same seed gives the same tokens either way."""
-    if idx.shape[1] + max_new_tokens > model.config.max_seq_len:
-        raise InputError(f"prompt plus new tokens ({idx.shape[1]} + {max_new_tokens}) exceed the context window "
-                         f"of {model.config.max_seq_len}")
+    check_context(idx.shape[1], max_new_tokens, model.config.max_seq_len)
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     out = model(idx)

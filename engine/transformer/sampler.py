@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from engine.errors import InputError
-from engine.transformer.model import TransformerLM
+from engine.transformer.model import TransformerLM, check_context
 
 
 @dataclass(frozen=True)
@@ -149,9 +149,7 @@ def sample(weights: Weights, prompt: list[int], n_new: int, temperature: float, 
         raise InputError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
     if top_k is not None and top_k < 1:
         raise InputError(f"top-k must be at least 1, got {top_k}")
-    if len(prompt) + n_new > weights.pos_emb.shape[0]:
-        raise InputError(f"prompt plus new tokens ({len(prompt)} + {n_new}) exceed the context window of "
-                         f"{weights.pos_emb.shape[0]}")
+    check_context(len(prompt), n_new, weights.pos_emb.shape[0])
     if n_new == 0:
         return []
     uniforms = np.random.default_rng(seed).random(n_new)  # (n_new,)

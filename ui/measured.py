@@ -35,20 +35,33 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
 
     measure(progress) does the timing and calls progress(fraction done). automatic: measure when nothing is
     stored yet (for timings of about a second); otherwise the page waits for the button."""
-    lock, store = _shelf()
     pressed = st.button("Measure on this server",
                         key="measure", icon=":material/timer:",
                         help="A fresh timing that replaces the one every visitor sees")
+    store = _shelf()[1]
+    if pressed or (automatic and store.get(key) is None):
+        # students pressing together share one timing
+        queued.run("timing", key, _timing_job(key, measure, where, runs), "Timing", estimate=5.0)
+    return store.get(key)
 
-    def work(report) -> Any:
+
+def measure_at_start(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str, runs: str) -> None:
+    """The timing shared_timing(key, ...) would make, made by the server's start-up thread (ui/defaults.py) as
+    the same job, so that a page's first visitor finds it, or joins it."""
+    if _shelf()[1].get(key) is None:
+        queued.outside_a_page("timing", key, _timing_job(key, measure, where, runs))
+
+
+def _timing_job(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str,
+                runs: str) -> Callable[[queued.Report], None]:
+    lock, store = _shelf()
+
+    def work(report: queued.Report) -> None:
         with lock:  # a server running several jobs at once still times one thing at a time
             value = measure(lambda done: report(done, f"Timing on this server… {done:.0%}"))
             when = datetime.now(UTC)
         store.put(key, Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}"))
-
-    if pressed or (automatic and store.get(key) is None):
-        queued.run("timing", key, work, "Timing", estimate=5.0)  # students pressing together share one timing
-    return store.get(key)
+    return work
 
 
 def timing_lines(x: Sequence[float], timings: Mapping[str, Sequence[Timing]], **lines_args: Any) -> figures.go.Figure:

@@ -25,8 +25,8 @@ The compiled training and counting loops (numba) are called once on a few words,
 or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin
 computing in the background. gensim (and scipy.stats, which it imports) is the exception: 1.5 s of the start-up
 that a class's first students would wait for, needed only by the pages that read the Wikipedia sample, compare
-with gensim or compute a Spearman correlation. The background thread imports it first, and the engine imports
-it only through engine.gensim_data.gensim_module, one thread at a time.
+with gensim or compute a Spearman correlation. The background thread imports it after the results the most
+pages wait for, and the engine imports it only through engine.gensim_data.gensim_module, one thread at a time.
 """
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 import streamlit as st
 import torch
 
-from engine.transformer.variants import VARIANTS, LatentAttention, build_variant, decode_step_timings, group_membership
-from ui import figures, llm
+from engine.transformer.variants import VARIANTS, LatentAttention, group_membership
+from ui import figures, llm, variants
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
 from ui.smollm import smollm
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def variant_modules(d_model: int, n_heads: int, n_groups: int, d_latent: int) -> dict[str, torch.nn.Module]:
-    """The four variants at these sizes, once per server: only read (their cache sizes, and timed in eval mode)."""
-    return {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -33,20 +27,19 @@ page.intro(
     "c^KV per token and rebuilds nothing, because W_uk folds into the query and W_uv into the output."
 )
 c1, c2, c3, c4 = st.columns(4)
-d_model = page.slider("d_model", "C", 64, 512, 256, 64, where=c1)
-n_heads = page.slider("Query heads h", "h", 1, 16, 8, where=c2)
+default_C, default_h, default_g, default_dc = variants.DEFAULT_SIZES
+d_model = page.slider("d_model", "C", 64, 512, default_C, 64, where=c1)
+n_heads = page.slider("Query heads h", "h", 1, 16, default_h, where=c2)
 with c3:
     divisors = [str(g) for g in range(1, n_heads + 1) if n_heads % g == 0]  # g must divide h (001 appendix)
-    n_groups = int(page.select("GQA groups g", "g", divisors, "2" if "2" in divisors else divisors[0]))
-d_latent = page.slider("MLA latent d_c", "dc", 8, 512, 64, 8, where=c4)
-
-# a decode step reads the whole cache: from a few thousand tokens on, that costs more than the fixed work
-CONTEXTS = (128, 512, 2048, 8192)
-REPEATS, WARMUP, THREADS = 9, 2, 1
+    n_groups = int(page.select("GQA groups g", "g", divisors, str(default_g) if str(default_g) in divisors
+                               else divisors[0]))
+d_latent = page.slider("MLA latent d_c", "dc", 8, 512, default_dc, 8, where=c4)
+CONTEXTS = variants.CONTEXTS
 BYTES = 4  # float32
 
 with page.guard():
-    modules = variant_modules(d_model, n_heads, n_groups, d_latent)
+    modules = variants.variant_modules(d_model, n_heads, n_groups, d_latent)
     per_token = {name: m.cache_per_token() for name, m in modules.items()}
     left, right = st.columns([3, 2])
     with right:  # drawn first: the timing below may take a second
@@ -68,11 +61,9 @@ with page.guard():
             f"MiB per layer at {CONTEXTS[-1]:,} tokens": [f"{v * CONTEXTS[-1] * BYTES / 2**20:.1f}"
                                                            for v in per_token.values()],
         }, hide_index=True)
-        measured = shared_timing(
-            ("attention_variants", d_model, n_heads, n_groups, d_latent),
-            lambda progress: decode_step_timings(modules, d_model, CONTEXTS, REPEATS, WARMUP, threads=THREADS),
-            where=f"CPU, {THREADS} thread", runs=f"median of {REPEATS} runs interleaved with the other variants "
-                                                f"after {WARMUP} warm-ups", automatic=True)
+        sizes = (d_model, n_heads, n_groups, d_latent)
+        measured = shared_timing(variants.timing_key(*sizes), variants.measure(*sizes), where=variants.WHERE,
+                                 runs=variants.RUNS, automatic=True)
         timings = measured.value
         figures.show(timing_lines(CONTEXTS, timings, log_x=True, log_y=True, x_title="tokens in the cache",
                                   y_title="ms per step", title="One decode step against the cache: median, "

@@ -105,6 +105,20 @@ def test_variants_page_counts_what_each_caches():
     assert any("g=4" in i.value for i in at.info)  # a link with a group count that does not divide
 
 
+def test_variants_default_timing_is_made_as_the_server_starts_and_its_first_visitor_reads_it(monkeypatch):
+    from ui import queued, variants
+
+    variants.time_defaults()  # what the start-up thread does (ui/defaults.py)
+    kinds = []
+    through_the_line = queued.run
+    monkeypatch.setattr(queued, "run", lambda kind, *args, **kwargs: kinds.append(kind) or
+                        through_the_line(kind, *args, **kwargs))
+    at = open_page("attention_variants")
+    assert_clean(at)
+    assert kinds == []  # no job of its own: the page reads the start-up's timing
+    assert any(c.value.startswith("Timings measured") for c in at.caption)
+
+
 def test_variants_page_times_every_variant_in_turn_and_says_where():
     at = open_page("attention_variants", C="128", h="4", g="2", dc="32")
     assert_clean(at)

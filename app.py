@@ -11,20 +11,13 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
     with st.spinner("Starting up: importing torch and the engine, once per server (about 5 s)…"):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
-from ui.catalog import pages_by_section
-from ui.frame import home, lecture_requested, lecture_toggle, tour_bar
+from ui.frame import lecture_requested, lecture_toggle, navigation_pages, tour_bar
 from ui.pace import paced
 from ui.page import enter_page, flag_unknown_params
 
 st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
                    initial_sidebar_state="collapsed" if lecture_requested() else "auto")
-pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
-         for section_pages in pages_by_section().values() for info in section_pages}
-navigation = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
-                           default=True),
-                   st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources")]}
-for section, infos in pages_by_section().items():
-    navigation[section] = [pages[info.slug] for info in infos]
+pages, navigation = navigation_pages()
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
 enter_page(page.url_path)
 lecture_toggle()

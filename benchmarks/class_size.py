@@ -35,7 +35,7 @@ import gevent  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import finish, smollm_present  # noqa: E402
-from benchmarks.load import Server  # noqa: E402
+from benchmarks.load import CLK_TCK, Server  # noqa: E402
 from benchmarks.protocol import RunFailed, Session  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 from ui.tours import TOURS, stop_params  # noqa: E402
@@ -98,6 +98,9 @@ class Tab(User):
         if kind == "open":
             self.opens.append({"arrived_s": round(arrived_s, 1), "page": page,
                                "seconds": round(time.perf_counter() - start, 2), "error": error is not None})
+        elif kind == "change":
+            self.changes.append({"at_s": round(arrived_s, 1), "page": page,
+                                 "seconds": round(time.perf_counter() - start, 2)})
         self.environment.events.request.fire(request_type=kind, name=page, response_length=length, exception=error,
                                              response_time=1000 * (time.perf_counter() - start), context={})
 
@@ -210,8 +213,18 @@ def warm_every_entry_point(url: str, warmers: int) -> None:
             session.close()
 
 
+def machine_cpu_s() -> tuple[float, float]:
+    """The whole machine's busy and stolen CPU since boot, in seconds (/proc/stat): stolen is time the
+    hypervisor gave this virtual machine's cores to another guest, which no process here sees as its own."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
+
+
 class ServerSampler:
-    """CPU (in cores) and RSS of the server process, every second, while the class runs."""
+    """Every second while the class runs: the server process's CPU (in cores) and RSS, and beside it the load
+    generator's own CPU (this process: its students share the machine with the server) and the machine's busy
+    and stolen cores, so that a stall in the latencies can be told apart from a machine that had no core free."""
 
     def __init__(self, server: Server | None):
         self.server, self.samples, self._greenlet = server, [], None
@@ -222,13 +235,14 @@ class ServerSampler:
         return self
 
     def _run(self) -> None:
-        last_cpu, last_time = self.server.cpu_s(), time.monotonic()
+        last = self.server.cpu_s(), sum(os.times()[:2]), *machine_cpu_s(), time.monotonic()
         while True:
             gevent.sleep(1.0)
-            cpu, now = self.server.cpu_s(), time.monotonic()
-            self.samples.append({"t": round(now, 1), "cores": round((cpu - last_cpu) / (now - last_time), 2),
-                                 "rss_mb": round(self.server.rss_mb(), 1)})
-            last_cpu, last_time = cpu, now
+            now = self.server.cpu_s(), sum(os.times()[:2]), *machine_cpu_s(), time.monotonic()
+            per_s = [round((b - a) / (now[-1] - last[-1]), 2) for a, b in zip(last[:-1], now[:-1])]
+            self.samples.append({"t": round(now[-1], 1), "cores": per_s[0], "rss_mb": round(self.server.rss_mb(), 1),
+                                 "client_cores": per_s[1], "machine_busy_cores": per_s[2], "stolen_cores": per_s[3]})
+            last = now
 
     def __exit__(self, *exc) -> None:
         if self._greenlet is not None:
@@ -248,7 +262,8 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     trainers of them press Train together as the changes begin, flooders rerun without pause (the others move
     controls)."""
     opens: list[dict] = []  # every student's first page: when they arrived, which page, how long it took
-    shared = {"host": url, "abstract": False, "opens": opens, "class_start": time.monotonic()}
+    changes: list[dict] = []  # every control change: when, on which page, how long
+    shared = {"host": url, "abstract": False, "opens": opens, "changes": changes, "class_start": time.monotonic()}
     student = type("Student", (Student,), {**shared, "numbers": itertools.count()})
     classes = [student]
     models: list[tuple[int, str]] = []
@@ -271,6 +286,7 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
             gevent.sleep(0.5)
         arrived = percentiles(_merged(env, "open"))
         env.stats.reset_all()
+        steady_from = len(changes)
         gevent.sleep(steady_s)
         deadline = time.monotonic() + RUN_S
         while len(models) < trainers and time.monotonic() < deadline:  # the last in line may still be training
@@ -292,9 +308,17 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         # what the sessions and the views they asked for added, per student: an upper bound on a session's own
         "mb_per_student": round((with_class_mb - before_mb) / size, 2)}
     cores = [s["cores"] for s in sampler.samples[:in_class]]
+    machine = {f"{name}_mean": round(statistics.mean(s[name] for s in sampler.samples[:in_class]), 2)
+               for name in ("client_cores", "machine_busy_cores", "stolen_cores")} if cores else {}
     slowest = sorted(opens, key=lambda o: -o["seconds"])[:max(3, size // 10)]
+    steady = changes[steady_from:]
+    # the slow changes by when they began: spread out, they are the server's share of work; bunched into a few
+    # seconds, a stall (compare the samples' machine_busy_cores and stolen_cores at that time)
+    slow_by_second = Counter(int(c["at_s"]) for c in steady if c["seconds"] > TARGETS["change_p95_s"])
     result = {"students": size, "open": arrived, "slowest_opens": slowest, "change": percentiles(changed),
               "change_by_page": dict(by_page),  # where the slowest changes are, slowest p95 first
+              "slowest_changes": sorted(steady, key=lambda c: -c["seconds"])[:max(5, size // 5)],
+              "changes_over_1s_by_second": dict(sorted(slow_by_second.items())),
               "errors": dict(errors),
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),
@@ -302,12 +326,15 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
               "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
                          "cores_max": max(cores, default=None),
                          "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),
-                         **memory, "samples": sampler.samples}}
+                         **memory, "samples": sampler.samples},
+              "machine": machine}
     print(f"{size:>4} students: open p95 {arrived.get('p95_s')} s; change p50 {result['change'].get('p50_s')} "
           f"p95 {result['change'].get('p95_s')} p99 {result['change'].get('p99_s')} s over "
           f"{result['change'].get('count', 0)} changes; errors {sum(errors.values())}; server "
           f"{result['server']['cores_mean']} cores mean, {result['server']['rss_mb_max']} MiB max, "
-          f"{memory.get('rss_mb_after_leaving')} MiB {LEAVE_S} s after the class left")
+          f"{memory.get('rss_mb_after_leaving')} MiB {LEAVE_S} s after the class left; the load generator "
+          f"{machine.get('client_cores_mean')} cores, the machine {machine.get('machine_busy_cores_mean')} busy and "
+          f"{machine.get('stolen_cores_mean')} stolen")
     return result
 
 

@@ -2,6 +2,7 @@
 of the arc."""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import streamlit as st
@@ -56,6 +57,29 @@ def lecture_toggle() -> None:
                                 help="Larger text and figures for projectors; the sidebar folds away")
     st.html(BASE_CSS + (LECTURE_CSS if lecture else ""))
     st.html(f"<script>{CLIENT_JS}</script>", unsafe_allow_javascript=True)
+
+
+@st.cache_resource(show_spinner=False)
+def _built_pages() -> tuple[dict[str, st.Page], dict[str, list[st.Page]]]:
+    """Every built page's st.Page by slug, and the navigation's sections of them, the home page and Sources
+    first. Made once per server: each st.Page resolves its view's path on disk and infers a name from it, 38 of
+    them on every run of every page, which was 5% of the server's GIL time under a class."""
+    pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
+             for section_pages in pages_by_section().values() for info in section_pages}
+    sections = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
+                             default=True),
+                     st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources")]}
+    for section, infos in pages_by_section().items():
+        sections[section] = [pages[info.slug] for info in infos]
+    return pages, sections
+
+
+def navigation_pages() -> tuple[dict[str, st.Page], dict[str, list[st.Page]]]:
+    """_built_pages for this run: st.navigation marks the page it returns as this run's to call, and the run
+    unmarks it, so every run navigates copies of its own (shallow: the pages' paths and titles are shared) and
+    no session's run can unmark another's. The pages by slug are the shared ones, to link to."""
+    pages, sections = _built_pages()
+    return pages, {section: [copy.copy(page) for page in section_pages] for section, section_pages in sections.items()}
 
 
 def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:

@@ -88,3 +88,18 @@ def test_home_page_offers_the_start_and_every_tour():
     assert all(f"**{tour.title}**" in labels for tour in TOURS)
     svg = next(t for t in texts(at) if t.startswith("<svg"))
     assert svg.count("<a href=") == len(BY_SLUG)
+
+
+def test_sessions_navigating_at_once_each_run_their_own_page():
+    """The pages are built once per server (ui/frame.py); st.navigation marks the page it returns as callable
+    and running it unmarks it, so two sessions sharing one object would see the second run refused."""
+    import streamlit as st
+
+    from ui.frame import navigation_pages
+
+    shared, first_sections = navigation_pages()
+    again, second_sections = navigation_pages()
+    assert again is shared  # built once
+    first, second = st.navigation(first_sections), st.navigation(second_sections)  # both before either runs
+    first.run()
+    second.run()

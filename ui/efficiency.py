@@ -14,7 +14,7 @@ from engine.efficiency import compiled, records
 from engine.efficiency.flash import TileStep
 from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
 from engine.efficiency.sweep import format_bytes
-from ui import figures
+from ui import figures, tables
 from ui.loaders import compile_record
 
 SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#c8d0dc", "#7f9cd6", "#f1f3f5"
@@ -129,7 +129,7 @@ def sweep_figures(rows: Sequence[dict], speed: str = "ms") -> None:
 
 def sweep_table(rows: Sequence[dict]) -> None:
     """Every measurement with its spread; refused methods with the reason."""
-    st.dataframe({
+    tables.dataframe({
         "method": [r["method"] for r in rows], "N": [r["N"] for r in rows],
         "median ms": [r["ms"] for r in rows],
         "fastest-slowest ms": [f"{r['ms_min']:.3g}-{r['ms_max']:.3g}" if r["ms"] is not None else "" for r in rows],
@@ -153,7 +153,7 @@ def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -
         st.warning(f"The compile record holds no default launch at d = {head_dim}.", icon=":material/warning:")
         return
     targets = record["targets"]
-    st.dataframe({
+    tables.dataframe({
         "GPU": [compiled.TARGETS[r["target"]].name for r in rows],
         "kernel": [r["kernel"] for r in rows],
         "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],

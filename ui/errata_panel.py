@@ -8,7 +8,7 @@ from engine import errata
 from engine.errata import Erratum
 from engine.seq2seq.decode import Translation, rescored_attention
 from engine.seq2seq.model import Seq2Seq
-from ui import figures
+from ui import figures, tables
 from ui.catalog import BY_SLUG
 
 GATHERED = "notes_errata"  # the page that lists every finding
@@ -24,7 +24,7 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
             st.markdown(f"**{heading}**")
         st.markdown(erratum.text)
         first, second = erratum.columns
-        st.dataframe({"": list(erratum.rows), first: [a for a, _ in erratum.rows.values()],
+        tables.dataframe({"": list(erratum.rows), first: [a for a, _ in erratum.rows.values()],
                       second: [b for _, b in erratum.rows.values()]}, hide_index=True)
         target = BY_SLUG[erratum.page] if gathered else BY_SLUG[GATHERED]
         st.markdown(f"{'Computed on' if gathered else 'Every finding'}: [{target.title}]({target.slug})")

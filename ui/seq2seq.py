@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import re
 
-import streamlit as st
-
 from engine.seq2seq.dates import MAX_SOURCE
 from engine.seq2seq.decode import unknown_characters
-from ui import figures
+from ui import figures, tables
 
 SYMBOLS = "␣ is a space, ■ the end of the output"
 DATE_EXAMPLE = "the 3rd of march 2021"  # the Encoder-decoder attention page's default input
@@ -52,6 +50,6 @@ def checked_input(page, text: str) -> str:
 
 def metrics_table(rows: dict[str, dict]) -> None:
     """Held-out metrics stored with each checkpoint, one row per model."""
-    st.dataframe({"model": list(rows), **{key: [f"{r[key]:.1%}" for r in rows.values()]
+    tables.dataframe({"model": list(rows), **{key: [f"{r[key]:.1%}" for r in rows.values()]
                                            for key in ("exact_match", "repetition_rate", "skip_rate")}},
                  hide_index=True)

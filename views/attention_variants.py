@@ -2,7 +2,7 @@ import streamlit as st
 import torch
 
 from engine.transformer.variants import VARIANTS, LatentAttention, group_membership
-from ui import figures, llm, variants
+from ui import figures, llm, tables, variants
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
 from ui.smollm import smollm
@@ -52,7 +52,7 @@ with page.guard():
             ("000 eq. 99", r"V_{(i)} W_O^{(i)} = (X W_{\downarrow KV})\,(W_{\uparrow V} W_O^{(i)})"),
         )
     with left:
-        st.dataframe({
+        tables.dataframe({
             "variant": list(VARIANTS),
             "cached per token and layer": ["K, V of all h heads", f"K, V of {n_groups} groups", "one K, one V",
                                            "c^KV only"],
@@ -69,7 +69,7 @@ with page.guard():
                                   y_title="ms per step", title="One decode step against the cache: median, "
                                                                "fastest to slowest run"))
         longest = {name: series[-1] for name, series in timings.items()}
-        st.dataframe({
+        tables.dataframe({
             "variant": list(VARIANTS),
             f"ms per step at {CONTEXTS[-1]:,} tokens": [f"{t.median * 1e3:.2f} ({t.spread[0] * 1e3:.2f}–"
                                                          f"{t.spread[1] * 1e3:.2f})" for t in longest.values()],

@@ -1,7 +1,7 @@
 import streamlit as st
 
 from engine.transformer import cache_sizes as cs
-from ui import figures
+from ui import figures, tables
 from ui.page import Page, equations
 
 page = Page("cache_sizes")
@@ -28,7 +28,7 @@ with page.guard():
 GiB = 1024**3
 left, right = st.columns([3, 2])
 with left:
-    st.dataframe({
+    tables.dataframe({
         "model": [m.name for m in rows],
         "attention": [m.attention for m in rows],
         "layers": [m.layers for m in rows],
@@ -60,7 +60,7 @@ with right:
     )
     st.subheader("DeepSeek-V2's saving")
     reductions = cs.deepseek_v2_reductions()
-    st.dataframe({"against": list(reductions), "cache saved": [f"{r:.1%}" for r in reductions.values()]},
+    tables.dataframe({"against": list(reductions), "cache saved": [f"{r:.1%}" for r in reductions.values()]},
                  hide_index=True)
     st.caption(f"The paper reports {cs.DEEPSEEK_V2_REPORTED_REDUCTION:.1%} against DeepSeek 67B, its dense "
                "predecessor (95 layers, 8 KV heads of 128), with V2's cache stored at about 6 bits a number. "

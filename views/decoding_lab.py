@@ -5,7 +5,7 @@ import streamlit as st
 from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
 from engine.decoding.ranking import ranked_hypotheses, winners
 from engine.decoding.search import Pruning
-from ui import figures
+from ui import figures, tables
 from ui.defaults import STUDY_MODEL, error_study
 from ui.llm import SEARCH_WIDEST
 from ui.loaders import decoding_model, decoding_search, seq2seq_checkpoint
@@ -76,7 +76,7 @@ def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
         outputs[other] = {rule: label(other_tree.tokens(node)) for rule, node in other_best.items()}
     disagree = len(set(outputs[prune_by].values())) > 1
     st.markdown("**What each rule outputs**" + (" (they disagree)" if disagree else ""))
-    st.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
+    tables.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
                   **{f"beam pruned by {p}" + (" (in force)" if p == prune_by else ""): [outputs[p][r] for r in RULES]
                      for p in outputs}}, hide_index=True)
     st.caption(f"{SYMBOLS}{', ⏎ a new line' if name in ('lm', 'smollm') else ''}.")
@@ -130,7 +130,7 @@ def show_search(model) -> None:
                        "<|im_end|>, the end of its turn. Try “What is the capital of France?”. The beam is at most "
                        f"{SEARCH_WIDEST} wide: every step runs the 135M-parameter model once over all live prefixes.")
     st.subheader("Finished hypotheses, every rule side by side")
-    st.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
+    tables.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
                   **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
                   **{f"rank: {r}": [h.rank[r] for h in found] for r in RULES},
                   "lp": [round(h.terms["lp"], 4) for h in found], "cp": [round(h.terms["cp"], 4) for h in found]},

@@ -3,7 +3,7 @@ import streamlit as st
 
 from engine.embeddings.subwords import buckets, fnv1a, ngrams
 from engine.embeddings.vectors import UnknownWordError
-from ui import figures, loaders
+from ui import figures, loaders, tables
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
@@ -39,7 +39,7 @@ with left, page.guard():
         page.refuse(f"“{word}” has no n-grams of {min_n} to {max_n} characters inside < and >: lower the shortest n")
     distinct, shared = loaders.ngram_collisions(min_n, max_n, n_buckets)
     ids = buckets(grams, n_buckets)
-    st.dataframe({"n-gram (fastText)": grams, "000 §4.1 writes": [g.strip("<>") for g in grams],
+    tables.dataframe({"n-gram (fastText)": grams, "000 §4.1 writes": [g.strip("<>") for g in grams],
                   "FNV-1a": [fnv1a(g) for g in grams], f"bucket of {n_buckets:,}": ids,
                   "shares its bucket with": [", ".join(g2 for g2 in shared.get(b, []) if g2 != g)[:80]
                                              for g, b in zip(grams, ids)]},
@@ -96,7 +96,7 @@ if recorded is None:
             "benchmarks/results/word2vec.json.")
 else:
     rows = recorded["fasttext"]
-    st.dataframe({"workers": [r["workers"] for r in rows],
+    tables.dataframe({"workers": [r["workers"] for r in rows],
                   "ours, words/s": [round(r["ours_words_per_s"]) for r in rows],
                   "gensim, words/s": [round(r["gensim_words_per_s"]) for r in rows],
                   "speed, ours ÷ gensim": [r["throughput_ratio"] for r in rows],

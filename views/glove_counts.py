@@ -2,7 +2,7 @@ import numpy as np
 import streamlit as st
 
 from engine.embeddings.cooccurrence import ratio_table, weighting
-from ui import figures, glove
+from ui import figures, glove, tables
 from ui.page import Page, equations
 from ui.training import words_in
 
@@ -57,7 +57,7 @@ if counts is not None:
         reading = np.select([np.isnan(ratio), np.isinf(ratio), ratio == 0, ratio >= 2, ratio <= 0.5],
                             ["never near either", f"only seen near {i}", f"only seen near {j}", f"near {i}",
                              f"near {j}"], "near both, or neither")
-        st.dataframe({"k": probes, f"X({i}, k)": X[vocab.index[i], ids].toarray()[0],
+        tables.dataframe({"k": probes, f"X({i}, k)": X[vocab.index[i], ids].toarray()[0],
                       f"X({j}, k)": X[vocab.index[j], ids].toarray()[0], f"P(k | {i})": table["P(k|i)"],
                       f"P(k | {j})": table["P(k|j)"], "ratio": table["ratio"], "reads as": reading},
                       hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.5f")

@@ -6,7 +6,7 @@ from engine.embeddings.cooccurrence import weighting
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.glove_training import GloVeConfig, train
 from engine.embeddings.train_glove import quality
-from ui import errata_panel, figures, glove, queued, training
+from ui import errata_panel, figures, glove, queued, tables, training
 from ui.loaders import glove as glove_6b
 from ui.loaders import glove_checkpoint
 from ui.page import Page, equations
@@ -97,7 +97,7 @@ if shipped:
     shared = next(iter(shipped.values()))[1]["shared"]
     rows = {label: shipped[name][1]["shared"]["ours"] for name, label in SHIPPED.items()} | {
         "GloVe 6B 50d, the same words": shared["glove_6b"]} | rows
-    st.dataframe({"vectors": list(rows), "analogies": [m["analogy_accuracy"] for m in rows.values()],
+    tables.dataframe({"vectors": list(rows), "analogies": [m["analogy_accuracy"] for m in rows.values()],
                   "questions": [m["analogy_questions"] for m in rows.values()],
                   **{f"{title} ρ": [m[f"{name}_spearman"] for m in rows.values()]
                      for name, title in PAIR_TITLES.items()}},

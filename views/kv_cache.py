@@ -6,7 +6,7 @@ import torch
 from engine.transformer import cache_sizes as cs
 from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
                                          generation_work, time_generation_steps)
-from ui import defaults, figures, llm
+from ui import defaults, figures, llm, tables
 from ui.loaders import char_model, prompt_ids
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations
@@ -29,7 +29,7 @@ def fmt(t: torch.Tensor) -> str:
     return "[" + ", ".join(f"{x:.4g}" for x in t.tolist()) + "]"
 
 
-st.dataframe({
+tables.dataframe({
     "step t": [s.t for s in steps],
     "x_t": [fmt(EXAMPLE_X[s.t - 1]) for s in steps],
     "q_t = x_t W^Q (not cached)": [fmt(s.q) for s in steps],
@@ -111,7 +111,7 @@ with page.guard():
             st.caption(f"Timings {measured.label}; in brackets the fastest and slowest run. One thread: on a "
                        "shared machine two threads wait for each other, and the time would be the scheduler's.")
             table[f"{n_new} steps, median (fastest–slowest)"] = [ms(timings.totals(name)) for name in table[""]]
-        st.dataframe(table, hide_index=True)
+        tables.dataframe(table, hide_index=True)
         if measured is not None:
             figures.show(timing_lines(positions, measured.value.steps, x_title="position", y_title="ms per token",
                                       title="Time per generated token: median, fastest to slowest run"))

@@ -2,7 +2,7 @@ import streamlit as st
 import torch
 
 from engine.attention.multihead import init_multihead, multi_head_per_head, multi_head_steps, one_query_at_a_time
-from ui import figures
+from ui import figures, tables
 from ui.page import Page, equations, gaps
 
 page = Page("multi_head")
@@ -25,7 +25,7 @@ with page.guard():
     d = C // H
     left, right = st.columns([3, 2])
     with left:
-        st.dataframe({
+        tables.dataframe({
             "code (000 §8.3.2)": [s.code for s in steps],
             "notes": [s.equation for s in steps],
             "dimensions": [s.dims for s in steps],

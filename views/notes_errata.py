@@ -3,7 +3,7 @@ import streamlit as st
 from engine import errata
 from engine.positions.decoupled import MLAConfig
 from engine.seq2seq.decode import translate
-from ui import errata_panel
+from ui import errata_panel, tables
 from ui.catalog import BY_SLUG
 from ui.loaders import finetuned_classifier, glove_checkpoint, seq2seq_checkpoint
 from ui.page import Page
@@ -33,7 +33,7 @@ with page.guard():
         errata.worked_example_002(), errata.online_rescaling(),
         errata.glove_biases(glove_checkpoint("glove_wikipedia_nobias")[1], glove_checkpoint("glove_wikipedia")[1]),
     ]
-    st.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],
+    tables.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],
                   "kind": [f.kind for f in findings], "computed on": [BY_SLUG[f.page].title for f in findings]},
                  hide_index=True)
     left, right = st.columns([3, 2])

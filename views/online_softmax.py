@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from engine import errata
 from engine.efficiency.online_softmax import naive_softmax, online_attention, online_softmax, three_pass_softmax
 from engine.errors import InputError
-from ui import errata_panel, figures
+from ui import errata_panel, figures, tables
 from ui.efficiency import online_softmax_figure, output_figure
 from ui.inputs import parse_numbers
 from ui.page import Page, equations, gaps
@@ -76,7 +76,7 @@ with page.guard():
                 f"{rescale[i]:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
                 f"({', '.join(f'{v:.6g}' for v in attention.o[i].tolist())})")
     steps = range(step)
-    st.dataframe({
+    tables.dataframe({
         "i": [j + 1 for j in steps],
         "x_i": online.x[:step].tolist(),
         "m_i": online.m[:step].tolist(),

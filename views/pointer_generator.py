@@ -1,7 +1,7 @@
 import streamlit as st
 
 from engine.seq2seq.decode import translate
-from ui import figures
+from ui import figures, tables
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input, metrics_table, output_labels
@@ -29,7 +29,7 @@ with page.guard():
                                            "1 − g (copy)": (1 - result.gate).tolist()},
                                   title="The gate at every step", y_title="weight"))
         mixture = result.gate * result.p_vocab + (1 - result.gate) * result.p_ptr
-        st.dataframe({"step": labels, "g": result.gate.numpy(), "p_vocab(y)": result.p_vocab.numpy(),
+        tables.dataframe({"step": labels, "g": result.gate.numpy(), "p_vocab(y)": result.p_vocab.numpy(),
                       "p_ptr(y)": result.p_ptr.numpy(), "g·p_vocab + (1−g)·p_ptr": mixture.numpy(),
                       "p(y) from the model": result.p_final.numpy()}, hide_index=True,
                      column_config={k: st.column_config.NumberColumn(format="%.4f")

@@ -3,7 +3,7 @@ import torch
 
 from engine.errors import InputError
 from engine.seq2seq.pointer_network import number_sets
-from ui import figures
+from ui import figures, tables
 from ui.inputs import parse_numbers
 from ui.loaders import pointer_network
 from ui.page import Page, equations
@@ -47,7 +47,7 @@ with page.guard():
             ("000 eq. 52", r"a_{ij} = \operatorname{softmax}_j\big(v^\top \tanh(W_1 h_i + W_2 z_j)\big)"),
         )
         st.markdown("**Held-out: share of 1,000 random sets sorted exactly**")
-        st.dataframe({"numbers": list(extra["metrics"]), "sorted": [m["sorted"] for m in extra["metrics"].values()],
+        tables.dataframe({"numbers": list(extra["metrics"]), "sorted": [m["sorted"] for m in extra["metrics"].values()],
                       "positions right": [m["positions"] for m in extra["metrics"].values()]}, hide_index=True)
         st.caption("Steps and positions count from 0.")
         st.caption("15 numbers is longer than any set seen in training.")

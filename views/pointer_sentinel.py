@@ -2,7 +2,7 @@ import streamlit as st
 
 from engine.embeddings.corpus import tokenize
 from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, perplexity_as_unk, read_passage
-from ui import figures
+from ui import figures, tables
 from ui.loaders import sentinel_model
 from ui.page import Page, equations
 
@@ -68,7 +68,7 @@ with page.guard():
                    "Perplexities read an unknown word as <unk>, as the paper's Penn Treebank does; the table "
                    "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "
                    "et al.'s different one, a gate over a seq2seq decoder.")
-    st.dataframe({"next word": labels, "g": mix.gate.numpy(), "p_vocab": mix.p_vocab.numpy(),
+    tables.dataframe({"next word": labels, "g": mix.gate.numpy(), "p_vocab": mix.p_vocab.numpy(),
                   "p_ptr": mix.p_ptr.numpy(), "p = g p_vocab + (1 − g) p_ptr": mix.p.numpy(),
                   "share from the pointer": ((1 - mix.gate) * mix.p_ptr / mix.p.clamp(min=1e-12)).numpy()},
                  hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in

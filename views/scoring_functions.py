@@ -5,7 +5,7 @@ import torch
 from engine import errata
 from engine.attention import scoring
 from engine.errors import InputError
-from ui import errata_panel, figures
+from ui import errata_panel, figures, tables
 from ui.inputs import format_matrix, parse_matrix
 from ui.page import Page, equations
 
@@ -88,7 +88,7 @@ with left:
             figures.show(figures.heatmap(result.weights.numpy(), keys, queries, title="Weights α = masked softmax",
                                          x_title="key", y_title="query"))
         st.markdown("**Output** O = α V, one row per query")
-        st.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
+        tables.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
                      hide_index=True)
 with right:
     formulas = {

@@ -2,7 +2,7 @@ import streamlit as st
 
 from engine.positions.sinusoidal import (TABLE_EPS, dot_products_by_offset, shift_matrix, similarity_by_offset,
                                         similarity_deviation, sinusoidal_encoding)
-from ui import figures
+from ui import figures, tables
 from ui.page import Page, equations
 
 page = Page("sinusoidal")
@@ -38,7 +38,7 @@ with page.guard():
 
     st.subheader("The worked example of 002 §2.3.2")
     example = sinusoidal_encoding(2, 4)
-    st.dataframe({
+    tables.dataframe({
         "position": [0, 1],
         "printed in 002": ["[0, 1, 0, 1]", "[0.84147, 0.54030, 0.00999983, 0.99995]"],
         "computed here (d_model = 4, base 10000)": [", ".join(f"{x:.8g}" for x in row.tolist()) for row in example],

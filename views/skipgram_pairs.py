@@ -5,7 +5,7 @@ import streamlit as st
 from engine.embeddings.corpus import tokenize
 from engine.embeddings.pairs import skipgram_pairs, windows
 from engine.embeddings.softmax import fit_sentence, max_log_likelihood
-from ui import figures
+from ui import figures, tables
 from ui.page import Page, equations
 
 page = Page("skipgram_pairs")
@@ -31,11 +31,11 @@ with page.guard():
     left, right = st.columns([3, 2])
     with left:
         st.subheader(f"Step 1: {len(found)} windows")
-        st.dataframe({"window": [" ".join(w.words) for w in found], "target": [w.target for w in found],
+        tables.dataframe({"window": [" ".join(w.words) for w in found], "target": [w.target for w in found],
                       "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
         fit = fit_sentence(pairs, dim=8, steps=steps, lr=lr, seed=0)
         st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5‑6")
-        st.dataframe({"target x": [t for t, _ in pairs], "context y": [c for _, c in pairs],
+        tables.dataframe({"target x": [t for t, _ in pairs], "context y": [c for _, c in pairs],
                       "Pr(context | target)": fit.pair_probs.numpy()}, hide_index=True,
                      column_config={"Pr(context | target)": st.column_config.ProgressColumn(
                          format="%.4f", min_value=0.0, max_value=1.0)})

@@ -5,7 +5,7 @@ from engine.llm import generation, inspection
 from engine.llm.model import GGUF_PAIRING
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
-from ui import figures, queued
+from ui import figures, queued, tables
 from ui.llm import INSIDE, LENS, QUESTION, generate, generations, inside_view, perplexities, score
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
@@ -77,7 +77,7 @@ with page.guard():
         st.markdown(f"**The prompt as the model reads it: {len(ids)} tokens** (byte-level BPE from the GGUF's own "
                     "49,152-token vocabulary and 48,900 merges; ␣ is a space, ⏎ a newline)")
         tokens = lm.tokenizer.tokens(ids)
-        st.dataframe({"position": list(range(len(ids))), "id": [t.id for t in tokens],
+        tables.dataframe({"position": list(range(len(ids))), "id": [t.id for t in tokens],
                       "token": [visible(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
                      hide_index=True, height=210)
 
@@ -191,7 +191,7 @@ with page.guard():
                                       {"−log p (nats)": chosen.nll.tolist()}, y_title="nats",
                                       title=f"Perplexity {chosen.value:.2f} with {pairing} pairs, base {base}"))
         with right:
-            st.dataframe({"pairing": [p for p, _ in scored], "base": [f"{b:,.0f}" for _, b in scored],
+            tables.dataframe({"pairing": [p for p, _ in scored], "base": [f"{b:,.0f}" for _, b in scored],
                           "perplexity": [round(s.value, 2) for s in scored.values()]}, hide_index=True)
             st.caption("With the wrong pairing each head rotates the wrong dimensions together: positions "
                        "scramble and perplexity rises. The base changes every angle by a smaller amount.")

@@ -25,7 +25,7 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
         st.markdown(erratum.text)
         first, second = erratum.columns
         tables.dataframe({"": list(erratum.rows), first: [a for a, _ in erratum.rows.values()],
-                      second: [b for _, b in erratum.rows.values()]}, hide_index=True)
+                          second: [b for _, b in erratum.rows.values()]}, hide_index=True)
         target = BY_SLUG[erratum.page] if gathered else BY_SLUG[GATHERED]
         st.markdown(f"{'Computed on' if gathered else 'Every finding'}: [{target.title}]({target.slug})")
 

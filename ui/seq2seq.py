@@ -51,5 +51,5 @@ def checked_input(page, text: str) -> str:
 def metrics_table(rows: dict[str, dict]) -> None:
     """Held-out metrics stored with each checkpoint, one row per model."""
     tables.dataframe({"model": list(rows), **{key: [f"{r[key]:.1%}" for r in rows.values()]
-                                           for key in ("exact_match", "repetition_rate", "skip_rate")}},
-                 hide_index=True)
+                                               for key in ("exact_match", "repetition_rate", "skip_rate")}},
+                     hide_index=True)

@@ -61,7 +61,7 @@ with right:
     st.subheader("DeepSeek-V2's saving")
     reductions = cs.deepseek_v2_reductions()
     tables.dataframe({"against": list(reductions), "cache saved": [f"{r:.1%}" for r in reductions.values()]},
-                 hide_index=True)
+                     hide_index=True)
     st.caption(f"The paper reports {cs.DEEPSEEK_V2_REPORTED_REDUCTION:.1%} against DeepSeek 67B, its dense "
                "predecessor (95 layers, 8 KV heads of 128), with V2's cache stored at about 6 bits a number. "
                "Against the same model with full multi-head attention and equal precision, MLA saves more.")

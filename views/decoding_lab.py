@@ -77,8 +77,8 @@ def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
     disagree = len(set(outputs[prune_by].values())) > 1
     st.markdown("**What each rule outputs**" + (" (they disagree)" if disagree else ""))
     tables.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
-                  **{f"beam pruned by {p}" + (" (in force)" if p == prune_by else ""): [outputs[p][r] for r in RULES]
-                     for p in outputs}}, hide_index=True)
+                      **{f"beam pruned by {p}" + (" (in force)" if p == prune_by else ""):
+                         [outputs[p][r] for r in RULES] for p in outputs}}, hide_index=True)
     st.caption(f"{SYMBOLS}{', ⏎ a new line' if name in ('lm', 'smollm') else ''}.")
     in_force = ("the beam keeps the W best prefixes by raw log P and the penalties only rank the finished "
                 "hypotheses" if prune_by == "log P" else
@@ -131,10 +131,10 @@ def show_search(model) -> None:
                        f"{SEARCH_WIDEST} wide: every step runs the 135M-parameter model once over all live prefixes.")
     st.subheader("Finished hypotheses, every rule side by side")
     tables.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
-                  **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
-                  **{f"rank: {r}": [h.rank[r] for h in found] for r in RULES},
-                  "lp": [round(h.terms["lp"], 4) for h in found], "cp": [round(h.terms["cp"], 4) for h in found]},
-                 hide_index=True)
+                      **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
+                      **{f"rank: {r}": [h.rank[r] for h in found] for r in RULES},
+                      "lp": [round(h.terms["lp"], 4) for h in found], "cp": [round(h.terms["cp"], 4) for h in found]},
+                     hide_index=True)
     g1, g2 = st.columns(2)
     with g1:
         alphas = sorted({0.2, 0.6, 1.0, alpha})

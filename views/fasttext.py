@@ -40,10 +40,10 @@ with left, page.guard():
     distinct, shared = loaders.ngram_collisions(min_n, max_n, n_buckets)
     ids = buckets(grams, n_buckets)
     tables.dataframe({"n-gram (fastText)": grams, "000 §4.1 writes": [g.strip("<>") for g in grams],
-                  "FNV-1a": [fnv1a(g) for g in grams], f"bucket of {n_buckets:,}": ids,
-                  "shares its bucket with": [", ".join(g2 for g2 in shared.get(b, []) if g2 != g)[:80]
-                                             for g, b in zip(grams, ids)]},
-                 hide_index=True, height=min(35 * len(grams) + 38, 300))
+                      "FNV-1a": [fnv1a(g) for g in grams], f"bucket of {n_buckets:,}": ids,
+                      "shares its bucket with": [", ".join(g2 for g2 in shared.get(b, []) if g2 != g)[:80]
+                                                 for g, b in zip(grams, ids)]},
+                     hide_index=True, height=min(35 * len(grams) + 38, 300))
     st.caption(f"{len(grams)} n-grams of {min_n} to {max_n} characters. The notes list the 3-grams of “where” "
                "as wh, whe, her, ere, re: the boundaries < and > fastText adds are left out there, which would make "
                "the suffix re> of “where” the same n-gram as the inside re of “are”. The vocabulary's "
@@ -97,14 +97,16 @@ if recorded is None:
 else:
     rows = recorded["fasttext"]
     tables.dataframe({"workers": [r["workers"] for r in rows],
-                  "ours, words/s": [round(r["ours_words_per_s"]) for r in rows],
-                  "gensim, words/s": [round(r["gensim_words_per_s"]) for r in rows],
-                  "speed, ours ÷ gensim": [r["throughput_ratio"] for r in rows],
-                  "analogies, ours / gensim": [f"{r['ours_quality']['analogy_accuracy']:.1%} / "
-                                               f"{r['gensim_quality']['analogy_accuracy']:.1%}" for r in rows],
-                  "WordSim-353 ρ, ours / gensim": [f"{r['ours_quality']['wordsim353_spearman']:.3f} / "
-                                                   f"{r['gensim_quality']['wordsim353_spearman']:.3f}" for r in rows]},
-                 hide_index=True, column_config={"speed, ours ÷ gensim": st.column_config.NumberColumn(format="%.2f×")})
+                      "ours, words/s": [round(r["ours_words_per_s"]) for r in rows],
+                      "gensim, words/s": [round(r["gensim_words_per_s"]) for r in rows],
+                      "speed, ours ÷ gensim": [r["throughput_ratio"] for r in rows],
+                      "analogies, ours / gensim": [f"{r['ours_quality']['analogy_accuracy']:.1%} / "
+                                                   f"{r['gensim_quality']['analogy_accuracy']:.1%}" for r in rows],
+                      "WordSim-353 ρ, ours / gensim": [f"{r['ours_quality']['wordsim353_spearman']:.3f} / "
+                                                       f"{r['gensim_quality']['wordsim353_spearman']:.3f}"
+                                                       for r in rows]},
+                     hide_index=True,
+                     column_config={"speed, ours ÷ gensim": st.column_config.NumberColumn(format="%.2f×")})
     st.caption(f"Measured {recorded['date'][:10]} on {recorded['device']} by `python -m benchmarks.word2vec`: the "
                "Wikipedia sample, 5 epochs, vocabulary building included for both. Both run the pair loop of "
                "word2vec.c; ours is compiled with numba and only allocates rows for the buckets a training word "

@@ -58,10 +58,10 @@ if counts is not None:
                             ["never near either", f"only seen near {i}", f"only seen near {j}", f"near {i}",
                              f"near {j}"], "near both, or neither")
         tables.dataframe({"k": probes, f"X({i}, k)": X[vocab.index[i], ids].toarray()[0],
-                      f"X({j}, k)": X[vocab.index[j], ids].toarray()[0], f"P(k | {i})": table["P(k|i)"],
-                      f"P(k | {j})": table["P(k|j)"], "ratio": table["ratio"], "reads as": reading},
-                      hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.5f")
-                                                      for c in (f"P(k | {i})", f"P(k | {j})")})
+                          f"X({j}, k)": X[vocab.index[j], ids].toarray()[0], f"P(k | {i})": table["P(k|i)"],
+                          f"P(k | {j})": table["P(k|j)"], "ratio": table["ratio"], "reads as": reading},
+                          hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.5f")
+                                                          for c in (f"P(k | {i})", f"P(k | {j})")})
     known = ", ".join(f"“{w}” {vocab.counts[vocab.index[w]]:,} times" if w in vocab.index
                       else f"“{w}” not in the vocabulary" for w in PAPER)
     st.caption(f"The paper's example is i = ice, j = steam (probes solid, gas, water, fashion) on 6 billion words. "

@@ -98,10 +98,10 @@ if shipped:
     rows = {label: shipped[name][1]["shared"]["ours"] for name, label in SHIPPED.items()} | {
         "GloVe 6B 50d, the same words": shared["glove_6b"]} | rows
     tables.dataframe({"vectors": list(rows), "analogies": [m["analogy_accuracy"] for m in rows.values()],
-                  "questions": [m["analogy_questions"] for m in rows.values()],
-                  **{f"{title} ρ": [m[f"{name}_spearman"] for m in rows.values()]
+                      "questions": [m["analogy_questions"] for m in rows.values()],
+                      **{f"{title} ρ": [m[f"{name}_spearman"] for m in rows.values()]
                      for name, title in PAIR_TITLES.items()}},
-                 hide_index=True, column_config={"analogies": st.column_config.NumberColumn(format="percent")})
+                     hide_index=True, column_config={"analogies": st.column_config.NumberColumn(format="percent")})
     st.caption(f"The shipped vectors and GloVe 6B, each cut to the {shared['words']:,} words both hold, answer the "
                "same Google analogy questions (3CosAdd) among the same words and are scored on the same rated "
                "pairs. GloVe 6B saw 6 billion words, ours 453 thousand.")

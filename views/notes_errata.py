@@ -34,8 +34,8 @@ with page.guard():
         errata.glove_biases(glove_checkpoint("glove_wikipedia_nobias")[1], glove_checkpoint("glove_wikipedia")[1]),
     ]
     tables.dataframe({"finding": [f.title for f in findings], "where in the notes": [f.where for f in findings],
-                  "kind": [f.kind for f in findings], "computed on": [BY_SLUG[f.page].title for f in findings]},
-                 hide_index=True)
+                      "kind": [f.kind for f in findings], "computed on": [BY_SLUG[f.page].title for f in findings]},
+                     hide_index=True)
     left, right = st.columns([3, 2])
     with right:
         errata_panel.rotation_figure()

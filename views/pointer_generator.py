@@ -30,11 +30,11 @@ with page.guard():
                                   title="The gate at every step", y_title="weight"))
         mixture = result.gate * result.p_vocab + (1 - result.gate) * result.p_ptr
         tables.dataframe({"step": labels, "g": result.gate.numpy(), "p_vocab(y)": result.p_vocab.numpy(),
-                      "p_ptr(y)": result.p_ptr.numpy(), "g·p_vocab + (1−g)·p_ptr": mixture.numpy(),
-                      "p(y) from the model": result.p_final.numpy()}, hide_index=True,
-                     column_config={k: st.column_config.NumberColumn(format="%.4f")
-                                    for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
-                                              "p(y) from the model")})
+                          "p_ptr(y)": result.p_ptr.numpy(), "g·p_vocab + (1−g)·p_ptr": mixture.numpy(),
+                          "p(y) from the model": result.p_final.numpy()}, hide_index=True,
+                         column_config={k: st.column_config.NumberColumn(format="%.4f")
+                                        for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
+                                                  "p(y) from the model")})
         attention_heatmap(result.attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
         st.caption(LABEL_KEY + " Each step is labelled with the character it writes.")
     with right:

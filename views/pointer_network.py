@@ -48,6 +48,6 @@ with page.guard():
         )
         st.markdown("**Held-out: share of 1,000 random sets sorted exactly**")
         tables.dataframe({"numbers": list(extra["metrics"]), "sorted": [m["sorted"] for m in extra["metrics"].values()],
-                      "positions right": [m["positions"] for m in extra["metrics"].values()]}, hide_index=True)
+                          "positions right": [m["positions"] for m in extra["metrics"].values()]}, hide_index=True)
         st.caption("Steps and positions count from 0.")
         st.caption("15 numbers is longer than any set seen in training.")

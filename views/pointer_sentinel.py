@@ -69,8 +69,8 @@ with page.guard():
                    "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "
                    "et al.'s different one, a gate over a seq2seq decoder.")
     tables.dataframe({"next word": labels, "g": mix.gate.numpy(), "p_vocab": mix.p_vocab.numpy(),
-                  "p_ptr": mix.p_ptr.numpy(), "p = g p_vocab + (1 − g) p_ptr": mix.p.numpy(),
-                  "share from the pointer": ((1 - mix.gate) * mix.p_ptr / mix.p.clamp(min=1e-12)).numpy()},
-                 hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in
-                                                 ("g", "p_vocab", "p_ptr", "p = g p_vocab + (1 − g) p_ptr",
-                                                  "share from the pointer")})
+                      "p_ptr": mix.p_ptr.numpy(), "p = g p_vocab + (1 − g) p_ptr": mix.p.numpy(),
+                      "share from the pointer": ((1 - mix.gate) * mix.p_ptr / mix.p.clamp(min=1e-12)).numpy()},
+                     hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in
+                                                     ("g", "p_vocab", "p_ptr", "p = g p_vocab + (1 − g) p_ptr",
+                                                      "share from the pointer")})

@@ -84,7 +84,7 @@ def picture(shown: View, arrows: list[tuple[str, str, str]], own: list[str]) -> 
             flat = ((shown.coords - shown.coords[centre]) ** 2).sum(axis=1)  # (N,) squared distances drawn
             rank = flat.argsort(kind="stable").argsort()  # 0 for the word itself
             tables.dataframe({"neighbour": [shown.words[i] for i in near], "cosine": cosines.round(3),
-                          "rank in picture": rank[best]}, hide_index=True, height=min(36 * (k + 1) + 2, 330))
+                              "rank in picture": rank[best]}, hide_index=True, height=min(36 * (k + 1) + 2, 330))
     labelled = sorted({i for i in [centre, *near] if i is not None} | {index[w] for w in own if w in index})
     title = f"{method} of {len(shown.words):,} {VECTOR_SETS[source].label} words"
     with slot:

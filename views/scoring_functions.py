@@ -89,7 +89,7 @@ with left:
                                          x_title="key", y_title="query"))
         st.markdown("**Output** O = α V, one row per query")
         tables.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
-                     hide_index=True)
+                         hide_index=True)
 with right:
     formulas = {
         "dot": ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),

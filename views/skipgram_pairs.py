@@ -32,12 +32,12 @@ with page.guard():
     with left:
         st.subheader(f"Step 1: {len(found)} windows")
         tables.dataframe({"window": [" ".join(w.words) for w in found], "target": [w.target for w in found],
-                      "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
+                          "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
         fit = fit_sentence(pairs, dim=8, steps=steps, lr=lr, seed=0)
         st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5‑6")
         tables.dataframe({"target x": [t for t, _ in pairs], "context y": [c for _, c in pairs],
-                      "Pr(context | target)": fit.pair_probs.numpy()}, hide_index=True,
-                     column_config={"Pr(context | target)": st.column_config.ProgressColumn(
+                          "Pr(context | target)": fit.pair_probs.numpy()}, hide_index=True,
+                         column_config={"Pr(context | target)": st.column_config.ProgressColumn(
                          format="%.4f", min_value=0.0, max_value=1.0)})
     if not math.isfinite(fit.log_likelihood[-1]):
         st.warning("The steps overshot and the likelihood blew up: lower the learning rate.", icon=":material/warning:")

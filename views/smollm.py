@@ -78,8 +78,8 @@ with page.guard():
                     "49,152-token vocabulary and 48,900 merges; ␣ is a space, ⏎ a newline)")
         tokens = lm.tokenizer.tokens(ids)
         tables.dataframe({"position": list(range(len(ids))), "id": [t.id for t in tokens],
-                      "token": [visible(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
-                     hide_index=True, height=210)
+                          "token": [visible(t.text) for t in tokens], "vocabulary entry": [t.piece for t in tokens]},
+                         hide_index=True, height=210)
 
     if view_name == "Generate":
         c1, c2, c3, c4, c5 = st.columns(5)
@@ -192,7 +192,7 @@ with page.guard():
                                       title=f"Perplexity {chosen.value:.2f} with {pairing} pairs, base {base}"))
         with right:
             tables.dataframe({"pairing": [p for p, _ in scored], "base": [f"{b:,.0f}" for _, b in scored],
-                          "perplexity": [round(s.value, 2) for s in scored.values()]}, hide_index=True)
+                              "perplexity": [round(s.value, 2) for s in scored.values()]}, hide_index=True)
             st.caption("With the wrong pairing each head rotates the wrong dimensions together: positions "
                        "scramble and perplexity rises. The base changes every angle by a smaller amount.")
             equations(("the mean is the cross-entropy loss of 000 §8.3's code; its exp, the perplexity, is not "

@@ -38,11 +38,11 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
     pressed = st.button("Measure on this server",
                         key="measure", icon=":material/timer:",
                         help="A fresh timing that replaces the one every visitor sees")
-    store = _shelf()[1]
-    if pressed or (automatic and store.get(key) is None):
+    kept = _shelf()[1].get(key)  # one look: another session may drop it from the store meanwhile
+    if pressed or (automatic and kept is None):
         # students pressing together share one timing
-        queued.run("timing", key, _timing_job(key, measure, where, runs), "Timing", estimate=5.0)
-    return store.get(key)
+        kept = queued.run("timing", key, _timing_job(key, measure, where, runs), "Timing", estimate=5.0)
+    return kept
 
 
 def measure_at_start(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str, runs: str) -> None:
@@ -53,14 +53,17 @@ def measure_at_start(key: Hashable, measure: Callable[[Callable[[float], None]],
 
 
 def _timing_job(key: Hashable, measure: Callable[[Callable[[float], None]], Any], where: str,
-                runs: str) -> Callable[[queued.Report], None]:
+                runs: str) -> Callable[[queued.Report], Measured]:
+    """The job that times, keeps the timing for every visitor, and hands it to those waiting on it."""
     lock, store = _shelf()
 
-    def work(report: queued.Report) -> None:
+    def work(report: queued.Report) -> Measured:
         with lock:  # a server running several jobs at once still times one thing at a time
             value = measure(lambda done: report(done, f"Timing on this server… {done:.0%}"))
             when = datetime.now(UTC)
-        store.put(key, Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}"))
+        measured = Measured(value, f"measured {when:%Y-%m-%d %H:%M} UTC on this server ({where}), {runs}")
+        store.put(key, measured)
+        return measured
     return work
 
 

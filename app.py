@@ -15,10 +15,12 @@ from ui.frame import lecture_requested, lecture_toggle, navigation_pages, tour_b
 from ui.pace import paced
 from ui.page import enter_page, flag_unknown_params
 
-st.set_page_config(page_title="How language models compute", page_icon=":material/hub:", layout="wide",
+st.set_page_config(page_icon=":material/hub:", layout="wide",
                    initial_sidebar_state="collapsed" if lecture_requested() else "auto")
 pages, navigation = navigation_pages()
 page = st.navigation(navigation, expanded=True)  # every section visible, none behind "View more"
+# each page its own title, the page's name first (WCAG 2.4.2): what a tab, a bookmark and a screen reader say
+st.set_page_config(page_title=f"{page.title} · How language models compute")
 enter_page(page.url_path)
 lecture_toggle()
 tour_bar(pages, page)

@@ -72,8 +72,9 @@ def svg() -> str:
     sections = list(pages_by_section())
     width = 14 + len(sections) * COLUMN_W
     height = TOP + max(box.row for box in boxes.values()) * ROW_H + BOX_H + 12
+    # a group, not an image: an image's content is one picture to a screen reader, and the boxes are links
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="group" '
         f'aria-label="Map of the topics" style="max-width:{width}px;font-family:sans-serif">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#8a94a6"/></marker></defs>',

@@ -102,11 +102,86 @@
       camera.after(button);
     }
   };
+  // Streamlit's sectioned navigation puts each section (a div holding its header and its items) straight inside
+  // the list, so its items are outside any list to a screen reader (axe: list, listitem; 1,296 serious findings
+  // over 36 pages). The list and its sections become plain containers: the links, in order, are what is read.
+  const repairNavigation = () => {
+    const list = document.querySelector("[data-testid='stSidebarNavItems']");
+    if (!list) return;
+    for (const part of [list, ...list.children]) {
+      if (part.tagName !== "LI" && part.getAttribute("role") !== "none") part.setAttribute("role", "none");
+    }
+  };
+  // Every chart is a figure named by what it shows (ui/alt_text.py, made from the figure's data on the server,
+  // sent in layout.meta). Its drawing is hidden from screen readers, which would read ticks one by one; the
+  // titles, legend and controls stay.
+  const nameFigures = () => {
+    for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+      const chart = plot.closest("[data-testid='stPlotlyChart']") || plot;
+      const alt = plot.layout?.meta?.alt;
+      if (alt && chart.getAttribute("aria-label") !== alt) {
+        chart.setAttribute("role", "figure");
+        chart.setAttribute("aria-label", alt);
+      }
+      const drawing = plot.querySelector(".main-svg");
+      if (drawing && !drawing.hasAttribute("aria-hidden")) drawing.setAttribute("aria-hidden", "true");
+      operableByKeyboard(plot);
+    }
+  };
+  // An animated figure's Play and Pause and its step slider are drawn in SVG, out of reach of Tab: each becomes
+  // focusable and answers Enter or Space (buttons) and the arrows, Home and End (the slider), as native ones do.
+  const pressed = (event) => event.key === "Enter" || event.key === " ";
+  const operableByKeyboard = (plot) => {
+    for (const button of plot.querySelectorAll(".updatemenu-button:not([tabindex])")) {
+      button.setAttribute("tabindex", "0");
+      button.setAttribute("role", "button");
+      button.setAttribute("aria-label", button.textContent.replace(/^[^A-Za-z]+/, "").trim());
+      button.addEventListener("keydown", (event) => {
+        if (!pressed(event)) return;
+        event.preventDefault();
+        button.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      });
+    }
+    const slider = plot.querySelector(".slider-container");
+    const options = plot.layout?.sliders?.[0];
+    if (!slider || !options) return;
+    const describe = () => {
+      const active = plot._fullLayout?.sliders?.[0]?.active ?? options.active ?? 0;
+      slider.setAttribute("aria-valuemin", "1");
+      slider.setAttribute("aria-valuemax", String(options.steps.length));
+      slider.setAttribute("aria-valuenow", String(active + 1));
+      slider.setAttribute("aria-valuetext", `${options.currentvalue?.prefix ?? ""}${options.steps[active].label}`);
+      return active;
+    };
+    if (slider.hasAttribute("tabindex")) { describe(); return; }
+    slider.setAttribute("tabindex", "0");
+    slider.setAttribute("role", "slider");
+    slider.setAttribute("aria-label", "Step");
+    describe();
+    slider.addEventListener("keydown", (event) => {
+      const last = options.steps.length - 1;
+      const active = describe();
+      const next = { ArrowRight: active + 1, ArrowUp: active + 1, ArrowLeft: active - 1, ArrowDown: active - 1,
+                     Home: 0, End: last }[event.key];
+      if (next === undefined) return;
+      event.preventDefault();
+      const target = Math.max(0, Math.min(last, next));
+      window.Plotly.animate(plot, ...options.steps[target].args);
+      window.Plotly.relayout(plot, { "sliders[0].active": target }).then(describe);
+    });
+  };
   let scheduled = false;
   const schedule = () => {
     if (scheduled) return;
     scheduled = true;
-    requestAnimationFrame(() => { scheduled = false; fitEquations(); fitTitles(); addSvgButtons(); });
+    requestAnimationFrame(() => {
+      scheduled = false;
+      fitEquations();
+      fitTitles();
+      addSvgButtons();
+      repairNavigation();
+      nameFigures();
+    });
   };
   new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", schedule);

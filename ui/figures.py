@@ -16,7 +16,10 @@ from _plotly_utils.utils import convert_to_base64
 from plotly import basedatatypes
 from plotly.validator_cache import ValidatorCache
 
+from ui import alt_text
+
 LECTURE = "lecture"  # session key of the lecture-mode toggle
+ALT = "alt"  # layout.meta's key for the figure's text alternative (ui/alt_text.py), read by ui/client.js
 TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolbar takes
 LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
@@ -72,6 +75,7 @@ def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     @st.cache_resource(max_entries=FIGURES_KEPT, show_spinner=False, hash_funcs=PICKLED)
     def cached(lecture: bool, *args, **kwargs) -> go.Figure:
         fig = builder(*args, **kwargs)
+        fig._layout["meta"] = {ALT: alt_text.describe(fig)}  # from the raw data, before it is packed as base64
         spec = _plotly_dict(fig)
         fig.to_dict = lambda: spec
         return fig
@@ -121,7 +125,7 @@ def _frame(title: str, height: int, headed: bool) -> dict:
         # the toolbar (always shown on touch screens) never covers it
         title=dict(text=title, font=dict(size=title_size), x=0, xref="paper", y=1, yref="paper",
                    yanchor="bottom", pad=dict(b=8)),
-        font=dict(size=20 if big else 13),
+        font=dict(size=20 if big else 13, family="Source Sans, sans-serif"),  # the page's own font
         height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
         margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if headed else TOOLBAR_PX, b=10),
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
@@ -157,8 +161,12 @@ def show(fig: go.Figure) -> None:
     """Draw fig; its camera downloads a PNG at twice the size (sharp on a slide), ui/client.js adds SVG, both
     named after the figure's title."""
     name = re.sub(r"[^\w-]+", "_", fig.layout.title.text or "figure").strip("_")[:80] or "figure"
-    st.plotly_chart(fig, config={"displaylogo": False,
-                                 "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
+    if ALT not in (fig._layout.get("meta") or {}):  # a figure made outside shared() (subplots, animations)
+        fig.update_layout(meta={ALT: alt_text.describe(fig)})
+    # theme=None: plotly's own template, whose text is #444 on white (9.7:1); Streamlit's theme greys the tick
+    # labels and axis titles to #808495, under WCAG's 4.5:1
+    st.plotly_chart(fig, theme=None, config={"displaylogo": False,
+                                             "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
 
 
 @shared

@@ -24,6 +24,17 @@ BASE_CSS = f"""<style>
 /* sub- and superscripts reach a few px past KaTeX's box: room for them, so they need no scrollbar */
 .katex-display > .katex {{ padding: 0 6px; }}
 .js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * {{ touch-action: pan-y !important; }}
+/* a chart's toolbar shows while the keyboard is in it, as it does under the pointer; what has focus is outlined */
+.js-plotly-plot .plotly:focus-within .modebar {{ opacity: 1 !important; }}
+.js-plotly-plot :is(.modebar-btn, g[tabindex]):focus-visible, svg a:focus-visible {{
+  outline: 3px solid #1f4fbf; outline-offset: 2px; }}
+/* no movement the reader did not ask for: Streamlit's transitions and spinners stop, and an animated figure
+   offers its step slider without Play */
+@media (prefers-reduced-motion: reduce) {{
+  *, *::before, *::after {{ animation-duration: 0.01ms !important; animation-iteration-count: 1 !important;
+                            transition-duration: 0.01ms !important; scroll-behavior: auto !important; }}
+  .js-plotly-plot .updatemenu-container {{ display: none; }}
+}}
 @media (max-width: 640px) {{
   [data-testid='stMainBlockContainer'] {{ padding-top: 3.5rem; }}
   [data-testid='stMainBlockContainer'] h1 {{ font-size: 2rem; }}

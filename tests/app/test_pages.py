@@ -26,9 +26,10 @@ def test_page_renders_with_its_header(slug):
     assert_clean(at)
     info = next(p for p in PAGES if p.slug == slug)
     assert at.title[0].value == info.title
-    # the citation as the catalog writes it, each note's number a link to the Sources page
-    assert re.sub(r"\[([^]]+)\]\(sources\)", r"\1", at.caption[0].value) == f"Follows {info.follows}"
-    assert re.findall(r"\[([^]]+)\]\(sources\)", at.caption[0].value) == SOURCE_CODES.findall(info.follows)
+    # the citation as the catalog writes it, in small text, each note's number a link to the Sources page
+    citation = next(m.value for m in at.markdown if m.value.startswith(":small[Follows "))
+    assert re.sub(r"\[([^][]+)\]\(sources\)", r"\1", citation) == f":small[Follows {info.follows}]"
+    assert re.findall(r"\[([^][]+)\]\(sources\)", citation) == SOURCE_CODES.findall(info.follows)
     assert len(at.get("plotly_chart")) > 0
 
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from plotly import basedatatypes
 
-from ui import figures
+from ui import alt_text, figures
 
 PATHS = ["", "title", "title.font.size", "title_font_size", "xaxis_title", "xaxis2.range[0]", "error_x.array",
          "marker.line.width", "updatemenus[0].buttons[1].args", "yaxis.title.text", "legend_y", "a_path_",
@@ -26,6 +26,13 @@ def test_remembered_property_paths_parse_as_plotly_does(path):
     assert remembered(path) == remembered.original(path)
 
 
+def with_text_alternative(fig) -> dict:
+    """What a shared figure sends: plotly's dict and, in layout.meta, the words ui/alt_text makes of it."""
+    spec = fig.to_dict()
+    spec["layout"]["meta"] = {figures.ALT: alt_text.describe(fig)}
+    return spec
+
+
 def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_dict():
     values = np.linspace(0.0, 1.0, 40).tolist()
     first = figures.lines(list(range(40)), {"a": values}, title="shared")
@@ -34,9 +41,10 @@ def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_di
     other = figures.lines(list(range(40)), {"a": [*values[:-1], 2.0]}, title="shared")
     assert other is not first
     fresh = figures.lines.__wrapped__(list(range(40)), {"a": values}, title="shared")
-    assert first.to_dict() == fresh.to_dict()
+    assert first.to_dict() == with_text_alternative(fresh)
     heat = figures.heatmap(MATRIX, list("abcd"), list("xyz"), title="shared")  # numpy data: sent as base64
-    assert heat.to_dict() == figures.heatmap.__wrapped__(MATRIX, list("abcd"), list("xyz"), title="shared").to_dict()
+    assert heat.to_dict() == with_text_alternative(figures.heatmap.__wrapped__(MATRIX, list("abcd"), list("xyz"),
+                                                                              title="shared"))
     assert other.to_dict()["data"][0]["y"] != first.to_dict()["data"][0]["y"]
 
 

@@ -65,7 +65,7 @@
   // Every chart downloads as SVG as well as PNG: plotly's camera takes the format from the chart's config
   // when clicked, so a second button beside it asks for SVG and clicks the camera.
   // built node by node: with the icon's SVG markup in a string here, st.html dropped this whole script
-  const svgIcon = () => {
+  const svgIcon = (text = "SVG") => {
     const ns = "http://www.w3.org/2000/svg";
     const icon = document.createElementNS(ns, "svg");
     icon.setAttribute("viewBox", "0 0 24 24");
@@ -77,14 +77,14 @@
                                  ["font-weight", "700"], ["font-family", "sans-serif"], ["fill", "currentColor"]]) {
       label.setAttribute(name, value);
     }
-    label.textContent = "SVG";
+    label.textContent = text;
     icon.append(label);
     return icon;
   };
   const addSvgButtons = () => {
     for (const plot of document.querySelectorAll(".js-plotly-plot")) {
       const camera = plot.querySelector(".modebar-btn[data-title^='Download plot']");
-      if (!camera || camera.parentElement.querySelector(".arc-svg")) continue;
+      if (!camera || camera.parentElement.querySelector(".arc-svg")) continue;  // the CSV button comes with it
       const button = document.createElement("button");
       button.type = "button";
       button.className = "modebar-btn arc-svg";
@@ -100,7 +100,44 @@
         options.format = format;
       });
       camera.after(button);
+      camera.before(csvButton(plot));
     }
+  };
+  // ... and its data as CSV, one row per drawn value (series, x, y, and z for a heatmap's cell): the numbers
+  // behind a chart for a screen reader, a spreadsheet or a slide, made in the browser from what plotly drew.
+  const quoted = (value) => {
+    const text = value === null || value === undefined ? "" : String(value);
+    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  const csvOf = (plot) => {
+    const rows = [["series", "x", "y", "value"]];
+    plot._fullData.forEach((trace, i) => {
+      const name = trace.name || `trace ${i + 1}`;
+      if (trace.type === "heatmap") {
+        (trace.z || []).forEach((row, r) => Array.from(row).forEach((z, c) =>
+          rows.push([name, trace.x?.[c] ?? c, trace.y?.[r] ?? r, z])));
+      } else {
+        Array.from(trace.y || []).forEach((y, k) => rows.push([name, trace.x?.[k] ?? k, y, ""]));
+      }
+    });
+    return rows.map(row => row.map(quoted).join(",")).join("\n") + "\n";
+  };
+  const csvButton = (plot) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "modebar-btn arc-csv";
+    button.rel = "tooltip";
+    button.dataset.title = "Download data as CSV";
+    button.setAttribute("aria-label", "Download data as CSV");
+    button.append(svgIcon("CSV"));
+    button.addEventListener("click", () => {
+      const link = document.createElement("a");
+      link.href = URL.createObjectURL(new Blob([csvOf(plot)], { type: "text/csv" }));
+      link.download = `${plot._context.toImageButtonOptions.filename || "figure"}.csv`;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 0);
+    });
+    return button;
   };
   // Streamlit's sectioned navigation puts each section (a div holding its header and its items) straight inside
   // the list, so its items are outside any list to a screen reader (axe: list, listitem; 1,296 serious findings

@@ -24,10 +24,13 @@ BASE_CSS = f"""<style>
 /* sub- and superscripts reach a few px past KaTeX's box: room for them, so they need no scrollbar */
 .katex-display > .katex {{ padding: 0 6px; }}
 .js-plotly-plot .main-svg, .js-plotly-plot .nsewdrag, .js-plotly-plot .draglayer * {{ touch-action: pan-y !important; }}
-/* a chart's toolbar shows while the keyboard is in it, as it does under the pointer; what has focus is outlined */
+/* what has the keyboard's focus is outlined, everywhere: Streamlit marks some controls by a border's colour alone,
+   some (a link in the sidebar, a table's toolbar) not at all; a chart's toolbar shows while focus is in it */
+:focus-visible {{ outline: 3px solid #1f4fbf !important; outline-offset: 2px; }}
 .js-plotly-plot .plotly:focus-within .modebar {{ opacity: 1 !important; }}
-.js-plotly-plot :is(.modebar-btn, g[tabindex]):focus-visible, svg a:focus-visible {{
-  outline: 3px solid #1f4fbf; outline-offset: 2px; }}
+/* a metric's label wraps rather than being cut to an ellipsis: at 320 px a long one lost most of its words */
+[data-testid='stMetricLabel'] :is(div, p) {{ white-space: normal !important; overflow: visible !important;
+                                            text-overflow: clip !important; }}
 /* no movement the reader did not ask for: Streamlit's transitions and spinners stop, and an animated figure
    offers its step slider without Play */
 @media (prefers-reduced-motion: reduce) {{
@@ -72,14 +75,16 @@ def lecture_toggle() -> None:
 
 @st.cache_resource(show_spinner=False)
 def _built_pages() -> tuple[dict[str, st.Page], dict[str, list[st.Page]]]:
-    """Every built page's st.Page by slug, and the navigation's sections of them, the home page and Sources
-    first. Made once per server: each st.Page resolves its view's path on disk and infers a name from it, 38 of
-    them on every run of every page, which was 5% of the server's GIL time under a class."""
+    """Every built page's st.Page by slug, and the navigation's sections of them, the home page, Sources and the
+    accessibility statement first. Made once per server: each st.Page resolves its view's path on disk and infers
+    a name from it, 38 of them on every run of every page, which was 5% of the server's GIL time under a class."""
     pages = {info.slug: st.Page(info.path, title=info.title, icon=info.icon, url_path=info.slug)
              for section_pages in pages_by_section().values() for info in section_pages}
     sections = {"": [st.Page(lambda: home(pages), title="The arc", icon=":material/home:", url_path="home",
                              default=True),
-                     st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources")]}
+                     st.Page("views/sources.py", title="Sources", icon=":material/menu_book:", url_path="sources"),
+                     st.Page("views/accessibility.py", title="Accessibility", icon=":material/accessibility:",
+                             url_path="accessibility")]}
     for section, infos in pages_by_section().items():
         sections[section] = [pages[info.slug] for info in infos]
     return pages, sections

@@ -18,7 +18,7 @@ c1, c2, c3, c4, c5 = st.columns(5)
 source = page.select("Vectors", "vectors", ["glove", "ours"], where=c1,
                      help="glove: GloVe 6B 50d, 400k words, 6 billion tokens; ours: our skip-gram on the "
                           "Wikipedia sample, 9k words, 453 thousand tokens")
-a = page.text("a", "a", "man", max_chars=40, where=c2).strip().lower()
+a = page.text("Word a", "a", "man", max_chars=40, where=c2).strip().lower()
 b = page.text("is to b", "b", "king", max_chars=40, where=c3).strip().lower()
 c = page.text("as c is to ?", "c", "woman", max_chars=40, where=c4).strip().lower()
 topn = page.slider("Answers shown", "topn", 1, 20, 8, where=c5)

@@ -72,7 +72,7 @@ if counts is not None:
 st.subheader("The weighting f(x): rare pairs count less, frequent ones no more than x_max")
 f1, f2, _ = st.columns([1, 1, 2])
 x_max = page.number("x_max", "x_max", 100.0, step=10.0, where=f1)
-alpha = page.slider("α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
+alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
 with page.guard():
     x = np.linspace(0, 2 * x_max, 201)  # (201,)
     plot, numbers = st.columns([3, 2])

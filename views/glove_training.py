@@ -30,7 +30,7 @@ dim = page.slider("Dimension d", "dim", 10, 100, 50, 10, where=c[2])
 epochs = page.slider("Epochs", "epochs", 1, 50, 25, where=c[3])
 x_max = page.number("x_max", "x_max", 10.0, step=5.0, where=c[4],
                     help="The paper's 100 suits billions of words; on ours nearly every count is far below it")
-alpha = page.slider("α", "alpha", 0.05, 1.0, 0.75, 0.05, where=c[5])
+alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=c[5])
 biases = page.toggle("Biases", "biases", True, where=c[6], help="The paper's b_i + b̃_j; 000 eq. 19 has none")
 
 shipped = {}

@@ -73,7 +73,7 @@ st.markdown(
     "it gets right: compare P(as written) for both versions."
 )
 f1, f2 = st.columns(2)
-lam = page.slider("λ", "lam", 0.0, 2.0, 0.5, 0.1, where=f1)
+lam = page.slider("Weight λ of L1", "lam", 0.0, 2.0, 0.5, 0.1, where=f1)
 version = page.select("Text", "version", ["As written", "Words shuffled"], where=f2)
 with page.guard():
     text = sentence if version == "As written" else shuffle_words(sentence, random.Random(seed))

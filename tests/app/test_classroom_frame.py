@@ -1,8 +1,12 @@
-"""The frame around every page: tours walked with Previous and Next, the Sources page, the home page."""
+"""The frame around every page: tours walked with Previous and Next, the Sources and accessibility pages, the home
+page."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
+from engine.efficiency.records import RESULTS
 from tests.app.conftest import assert_clean, open_page, texts
 from ui.catalog import BY_SLUG, SOURCES
 from ui.tours import BY_KEY, TOURS, stop_params
@@ -103,3 +107,15 @@ def test_sessions_navigating_at_once_each_run_their_own_page():
     first, second = st.navigation(first_sections), st.navigation(second_sections)  # both before either runs
     first.run()
     second.run()
+
+
+def test_accessibility_statement_says_the_standard_the_last_measurement_and_how_to_report():
+    at = open_page()
+    at.switch_page("views/accessibility.py").run()
+    assert_clean(at)
+    shown = "\n".join(texts(at))
+    assert "WCAG 2.1 level AA" in shown and "Known exceptions" in [h.value for h in at.subheader]
+    assert "Report a problem" in [h.value for h in at.subheader]
+    run = json.loads((RESULTS / "accessibility.json").read_text())
+    blocking = sum(state["blocking_nodes"] for state in run["states"].values())
+    assert f"**Last measured {run['date'][:10]}**" in shown and f"**{blocking} serious or critical findings**" in shown

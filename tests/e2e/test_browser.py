@@ -1,5 +1,5 @@
 """Every page through the sidebar with a control moved, shared links, lecture mode, bad input, and what lecturers
-take away (every figure as PNG and SVG, every table as CSV), in chromium.
+take away (every figure as PNG, SVG and its data as CSV, every table as CSV), in chromium.
 
 Starts the real app with `streamlit run` (see conftest.py). Full-page screenshots land in
 tests/e2e/screenshots/ (gitignored) for a person to look at.
@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from benchmarks.accessibility import (
+    axe_violations,
+    blocking,
+    low_contrast_chart_text,
+    unnamed_controls,
+    unnamed_figures,
+)
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
@@ -84,6 +92,11 @@ def test_every_page_opens_from_the_sidebar_and_its_main_control_writes_the_url(w
     wait_for_plots(page)  # at its defaults every page draws
     assert_clean(page)
     assert not query(page), f"a fresh page should start with a clean URL, got {page.url}"
+    # WCAG 2.1 AA as axe-core checks it, and what it cannot see: each control and chart named, chart text legible
+    assert not blocking(axe_violations(page))
+    assert not unnamed_controls(page)
+    assert not unnamed_figures(page)
+    assert not low_contrast_chart_text(page)
 
     move(page, info.slug, info.main_control)
     page.wait_for_url(re.compile(rf"[?&]{info.main_control}="), timeout=15_000)
@@ -151,8 +164,8 @@ def test_a_figure_downloads_as_png_and_svg_and_a_table_as_csv(page):
     wait_for_plots(page)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() > 1
-    for i in range(plots.count()):  # one SVG button beside each camera, however often the page redraws
-        assert plots.nth(i).locator(".arc-svg").count() == 1
+    for i in range(plots.count()):  # one SVG and one CSV button beside each camera, however often the page redraws
+        assert plots.nth(i).locator(".arc-svg").count() == 1 and plots.nth(i).locator(".arc-csv").count() == 1
     plot = plots.first
     title = plot.locator(".gtitle").text_content()
     plot.hover()
@@ -161,6 +174,14 @@ def test_a_figure_downloads_as_png_and_svg_and_a_table_as_csv(page):
     plot.hover()
     svg = download(page, lambda: plot.locator(".arc-svg").click()).decode()
     assert svg.lstrip().startswith("<svg") and title in svg
+    # the chart's numbers: PE(pos, j) at d_model = 64, 100 positions, against the closed form (001 §1.7)
+    plot.hover()
+    data = download(page, lambda: plot.locator(".arc-csv").click()).decode()
+    rows = list(csv.reader(io.StringIO(data)))
+    assert rows[0] == ["series", "x", "y", "value"] and len(rows) == 1 + 100 * 64
+    for _, j, position, value in rows[1::97]:
+        angle = int(position) / 10000 ** (2 * (int(j) // 2) / 64)
+        assert float(value) == pytest.approx(math.sin(angle) if int(j) % 2 == 0 else math.cos(angle), abs=1e-5)
 
     table = page.locator("[data-testid='stDataFrame']").first
     table.hover()

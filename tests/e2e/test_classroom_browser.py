@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from benchmarks.accessibility import axe_violations, blocking
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
@@ -77,7 +78,8 @@ FONTS_AND_A_FRAME = ("() => document.fonts.ready.then(() => new Promise(done => 
 
 
 def layout_problems(tab, slug: str, height: int, arrive) -> list[str]:
-    """What does not fit the projector's first screen on a page opened by `arrive` (a fresh load, or go)."""
+    """What does not fit the projector's first screen on a page opened by `arrive` (a fresh load, or go), and what
+    axe-core finds serious there."""
     arrive(tab, f"/{slug}?lecture=true")
     tab.locator(FIGURE).first.wait_for(timeout=20_000)
     tab.evaluate(FONTS_AND_A_FRAME)  # equations are fitted on the next animation frame once their fonts are in
@@ -90,7 +92,7 @@ def layout_problems(tab, slug: str, height: int, arrive) -> list[str]:
         problems.append(f"first figure at {found['figureTop']} px of {height}")
     problems += [f"equation needs a scrollbar: {text}" for text in found["overflowing"]]
     problems += [f"chart title cut: {text}" for text in found["cutTitles"]]
-    return problems
+    return problems + blocking(axe_violations(tab))  # WCAG 2.1 AA in lecture mode too
 
 
 def lecture_problems(tab, slugs: list[str], height: int, shot: str) -> dict[str, list[str]]:
@@ -195,6 +197,7 @@ def test_a_tour_is_walked_with_page_down_and_page_up(tab_at):
     tab.wait_for_url(re.compile(r"/permutation\?.*stop=1"))
     settle(tab)
     assert "Tour: Positions · 1 of 4." in tab.locator(".st-key-tour_bar").inner_text()
+    assert not blocking(axe_violations(tab))  # the tour's bar passes WCAG 2.1 AA too
     buttons = tab.locator(".st-key-tour_bar button")
     assert buttons.count() == 2 and buttons.evaluate_all(CUT_LABELS) == []  # "Previous", "Next", not only the keys
     # a presenter presses the key once the page has drawn: before that (the script done, plotly still loading)
@@ -222,3 +225,4 @@ def test_a_box_on_the_home_map_opens_its_page(tab_at):
     open_url(tab, "/")
     screenshot(tab, "home")
     assert_no_exception(tab)
+    assert not blocking(axe_violations(tab))

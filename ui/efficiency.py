@@ -17,7 +17,8 @@ from engine.efficiency.sweep import format_bytes
 from ui import figures, tables
 from ui.loaders import compile_record
 
-SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#c8d0dc", "#7f9cd6", "#f1f3f5"
+# not yet is dark enough to stay 13 CIEDE2000 from skipped, under simulated colour-vision deficiencies too
+SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#b4bfcf", "#7f9cd6", "#f1f3f5"
 BAR_SCALE = dict(colorscale=[[0, SEEN], [0.5, CURRENT], [1, UNSEEN]], cmin=0, cmax=2)  # 0 seen, 1 current, 2 not yet
 # tile states on the grid, drawn with one colour each
 TILE_COLOURS = [SKIPPED, UNSEEN, DONE, CURRENT]  # tile states 0 skipped, 1 not yet, 2 done, 3 in SRAM now
@@ -74,13 +75,14 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     right: the running maximum m and normaliser l of the rows of the query block in flight."""
     T_r, T_c = len(kinds), len(kinds[0])
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
-                        subplot_titles=("Tiles of S = QKᵀ", "m (blue), l (green)"))
+                        subplot_titles=("Tiles of S = QKᵀ", "m (blue), l (green, hatched)"))
     colourscale = [[k / 3, c] for k, c in enumerate(TILE_COLOURS)]
     fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
                              zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
                              hovertemplate="tile %{y} × %{x}<extra></extra>"), 1, 1)
     fig.add_trace(go.Bar(x=[], y=[], name="m (running max)", marker_color=SEEN), 1, 2)
-    fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker_color="#2b8a3e"), 1, 2)
+    fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker=dict(color="#2b8a3e", pattern=dict(shape="/"))),
+                  1, 2)
     done: set[tuple[int, int]] = set()
     frames = []
     for s in steps:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.express as px
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
@@ -16,7 +15,7 @@ from _plotly_utils.utils import convert_to_base64
 from plotly import basedatatypes
 from plotly.validator_cache import ValidatorCache
 
-from ui import alt_text
+from ui import alt_text, palette
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
 ALT = "alt"  # layout.meta's key for the figure's text alternative (ui/alt_text.py), read by ui/client.js
@@ -24,10 +23,11 @@ TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolb
 LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
 REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+SPARSE_MARKERS = 12  # markers=False with several curves: about this many markers on each, enough to tell them apart
 FIGURES_KEPT = 128  # per kind of figure: the default views of every page and what visitors asked for lately
 # Every figure is made with this template, taken as plotly's default: a new figure receives it unvalidated,
 # where naming it in update_layout validates a deep copy (15 ms of the 30 a heatmap took to build).
-pio.templates.default = "plotly_white"
+pio.templates.default = palette.TEMPLATE  # plotly_white with colours for every kind of colour vision
 
 
 def _parse_each_property_path_once() -> None:
@@ -172,14 +172,15 @@ def show(fig: go.Figure) -> None:
 @shared
 def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str], title: str = "",
             x_title: str = "", y_title: str = "", zmin: float | None = 0.0, zmax: float | None = 1.0,
-            annotate: bool | None = None, height: int | None = None, colorscale: str = "Blues",
+            annotate: bool | None = None, height: int | None = None, colorscale: str = palette.SEQUENTIAL,
             showscale: bool = True, zmid: float | None = None, categorical: bool = True,
             cell_text: tuple[tuple[str, ...], ...] | None = None) -> go.Figure:
     """A matrix drawn as cells, rows top to bottom as printed; values written in when it is small, or
     cell_text (one string per cell) written in instead.
 
     The height follows the row count unless given, so a single query is a strip, not a tower. zmid centres a
-    diverging colour scale (0 for signed scores); categorical=False places numeric labels at their values.
+    diverging colour scale (0 for signed scores, palette.DIVERGING); categorical=False places numeric labels at
+    their values.
     """
     matrix = np.asarray(matrix, dtype=float)
     annotate = matrix.size <= 144 if annotate is None else annotate
@@ -193,7 +194,9 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     trace = dict(type="heatmap", z=matrix, x=[str(x) for x in x_labels] if categorical else list(x_labels),
                  y=[str(y) for y in y_labels] if categorical else list(y_labels),
                  zmin=zmin, zmax=zmax, zmid=zmid, colorscale=[list(stop) for stop in colours], showscale=showscale,
-                 textfont=dict(size=11 if cell_text is not None else 12), text=text,
+                 # plotly writes each cell's text in white or #444, whichever contrasts more with the cell, which
+                 # is 3.1:1 on cells of middle lightness; "auto" rings the letters in the other of the two (9.7:1)
+                 textfont=dict(size=11 if cell_text is not None else 12, shadow="auto"), text=text,
                  texttemplate="%{text}" if text is not None else None, hovertemplate=hover + "<extra></extra>")
     kind = "category" if categorical else "linear"
     return _specified([trace], dict(xaxis=_axis(x_title, type=kind), yaxis=_axis(y_title, autorange="reversed",
@@ -206,25 +209,36 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
           dashed: Sequence[str] = (), height: int = 360,
           spreads: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> go.Figure:
     """Several named curves over one x axis; names in `dashed` are drawn dashed (references); `spreads` gives
-    a curve a bar at every x from y - below to y + above, as (below, above)."""
+    a curve a bar at every x from y - below to y + above, as (below, above).
+
+    Every other curve has a colour and a marker symbol of its own, so curves that cross stay apart without
+    colour; markers=False draws plain lines, marked at a few points only where several curves need telling apart.
+    """
     references = [name for name in series if name in dashed]
+    curves = [name for name in series if name not in dashed]
+    sparse = not markers and len(curves) > 1
     traces = []
     for name, ys in series.items():
-        line = dict()
         if name in dashed:  # thin and dark grey; several references differ in dash and shade
             k = references.index(name)
             line = dict(dash=REFERENCE_DASHES[k % len(REFERENCE_DASHES)], width=2 if len(references) > 1 else 1.5,
-                        color=("#333333", "#666666", "#999999")[k % 3] if len(references) > 1 else "#666666")
+                        color=palette.REFERENCE_GREYS[k % len(palette.REFERENCE_GREYS)] if len(references) > 1
+                        else palette.REFERENCE_GREY)
+            marker, mode = None, "lines+markers" if markers else "lines"
+        else:
+            k = curves.index(name)
+            line = dict(color=palette.SERIES_COLOURS[k % len(palette.SERIES_COLOURS)])
+            marker = dict(symbol=palette.SYMBOLS[k % len(palette.SYMBOLS)]) | (
+                dict(maxdisplayed=SPARSE_MARKERS) if sparse else {})
+            mode = "lines+markers" if markers or sparse else "lines"
         below, above = (spreads or {}).get(name, (None, None))
         error = dict(type="data", symmetric=False, array=list(above), arrayminus=list(below)) if above else None
-        traces.append(dict(type="scatter", x=list(x), y=list(ys), name=name,
-                           mode="lines+markers" if markers else "lines", line=line or None, error_y=error))
+        traces.append(dict(type="scatter", x=list(x), y=list(ys), name=name, mode=mode, line=line,
+                           marker=marker if "markers" in mode else None, error_y=error))
     layout = dict(legend=LEGEND_BELOW,
                   # log axes labelled at powers of ten only: minor labels read as misplaced numbers
                   xaxis=_axis(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
                   yaxis=_axis(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
-    if len(series) > 10:  # plotly's default palette has ten colours
-        layout["colorway"] = px.colors.qualitative.Dark24
     return _specified(traces, layout, title, height)
 
 
@@ -238,19 +252,23 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
 
     equal_axes keeps one unit the same length on both axes, so rotations draw circles; log_axes makes both
     axes logarithmic, labelled at powers of ten; labels names the points of some series; paired gives the
-    i-th points series the i-th curve's colour (a point on its own path)."""
+    i-th points series the i-th curve's colour (a point on its own path). Each points series has its own marker
+    symbol and each curve its own dash, so neither needs its colour to be told apart."""
     fig = go.Figure()
     labels = labels or {}
-    palette = px.colors.qualitative.Plotly
+    colours, symbols, dashes = palette.SERIES_COLOURS, palette.SYMBOLS, palette.CURVE_DASHES
     for i, (name, (xs, ys)) in enumerate(points.items()):
-        colour = dict(color=palette[i % len(palette)]) if paired else {}
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="markers+text" if name in labels else "markers",
-                                 text=labels.get(name), textposition="top center",
-                                 marker=dict(size=11 if paired else 9 if name in labels else 7,
-                                             opacity=1 if paired else 0.6, **colour)))
+        colour = colours[i % len(colours)]
+        # unpaired points overlap: their fill is 60% opaque ("99") and their outline whole, at the colour's contrast
+        marker = dict(size=11, color=colour) if paired else dict(size=9 if name in labels else 7, color=colour + "99",
+                                                                 line=dict(width=1, color=colour))
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, text=labels.get(name), textposition="top center",
+                                 mode="markers+text" if name in labels else "markers",
+                                 marker=dict(symbol=symbols[i % len(symbols)], **marker)))
     for i, (name, (xs, ys)) in enumerate(curves.items()):
-        colour = dict(color=palette[i % len(palette)]) if paired else {}
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines", line=dict(width=3, **colour)))
+        colour = colours[(i if paired else len(points) + i) % len(colours)]
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines",
+                                 line=dict(width=3, color=colour, dash=dashes[i % len(dashes)])))
     axis = dict(type="log", dtick=1) if log_axes else {}
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
@@ -261,8 +279,12 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
 @shared
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: str = "", y_title: str = "",
          height: int = 320, stacked: bool = False) -> go.Figure:
-    """Grouped bars, one group per label and one colour per series; stacked, the series' parts of one total."""
-    traces = [dict(type="bar", x=[str(label) for label in labels], y=list(ys), name=name) for name, ys in series.items()]
+    """Grouped bars, one group per label and one colour per series (the template's colorway); stacked, the
+    series' parts of one total. Past the palette's colours, series repeating a colour are hatched."""
+    n, hatches = len(palette.SERIES_COLOURS), palette.HATCHES
+    traces = [dict(type="bar", x=[str(label) for label in labels], y=list(ys), name=name,
+                   marker=dict(pattern=dict(shape=hatches[(k // n - 1) % len(hatches)])) if k >= n else None)
+              for k, (name, ys) in enumerate(series.items())]
     return _specified(traces, dict(barmode="stack" if stacked else "group", legend=LEGEND_BELOW,
                                    xaxis=_axis(type="category"), yaxis=_axis(y_title)), title, height)
 
@@ -302,7 +324,7 @@ def _tree_layout(nodes: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
 
 @shared
 def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", height: int | None = None,
-         colorscale: str = "Viridis", down: bool = False) -> go.Figure:
+         colorscale: str = palette.SEQUENTIAL, down: bool = False) -> go.Figure:
     """A tree drawn left to right (or top down): edges, then nodes coloured by value with their labels
     and hover text. Children keep the order they have in nodes."""
     position = _tree_layout(nodes)

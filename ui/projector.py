@@ -12,7 +12,7 @@ from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.p
 
 from engine.embeddings.projection import TSNEConfig, choose_words, neighbours_kept, pca, tsne
 from engine.embeddings.vectors import WordVectors
-from ui import figures, queued
+from ui import figures, palette, queued
 from ui.jobs import Report
 from ui.loaders import checkpoint_vectors, fasttext_checkpoint, glove, glove_checkpoint
 
@@ -122,8 +122,10 @@ def _compute(X, words, method, dims, perplexity, on_progress=None) -> View:
     return View(words, coords, explained, kl, neighbours_kept(X, coords), time.perf_counter() - start)
 
 
-ARROW_COLOURS = ("#d62728", "#9467bd")  # b − a and d − c
-NEIGHBOUR_COLOUR = "#ff7f0e"
+# vermillion and reddish purple arrows (b − a and d − c), orange neighbour lines: apart from each other and from the
+# pale blue words under simulated colour-vision deficiencies (tests/unit/test_palettes.py)
+ARROW_COLOURS = (palette.SERIES_COLOURS[4], palette.SERIES_COLOURS[5])
+NEIGHBOUR_COLOUR = palette.SERIES_COLOURS[0]
 
 
 @figures.shared

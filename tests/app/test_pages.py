@@ -1,6 +1,7 @@
 """Every page through the navigation; numbers read back from the page (controls: test_controls.py)."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -8,6 +9,7 @@ import pytest
 
 from engine.attention import kernel_regression as kr
 from tests.app.conftest import assert_clean, open_page
+from tests.unit.test_palettes import assert_not_by_colour_alone
 from ui.catalog import PAGES, SOURCE_CODES
 
 SLUGS = [p.slug for p in PAGES]
@@ -30,7 +32,10 @@ def test_page_renders_with_its_header(slug):
     citation = next(m.value for m in at.markdown if m.value.startswith(":small[Follows "))
     assert re.sub(r"\[([^][]+)\]\(sources\)", r"\1", citation) == f":small[Follows {info.follows}]"
     assert re.findall(r"\[([^][]+)\]\(sources\)", citation) == SOURCE_CODES.findall(info.follows)
-    assert len(at.get("plotly_chart")) > 0
+    charts = at.get("plotly_chart")
+    assert len(charts) > 0
+    for chart in charts:  # every figure the page draws at its defaults, read by colour-blind eyes too
+        assert_not_by_colour_alone(json.loads(chart.proto.spec))
 
 
 def test_lecture_mode_is_a_url_parameter_on_every_page():

@@ -130,7 +130,7 @@ SIDEWAYS = """() => {
     + '[role=tablist]';
   return Array.from(document.querySelectorAll('p, li, h1, h2, h3, label, button, [data-testid=stMetricValue]'))
     .filter(e => !e.closest(scrolls) && e.getClientRects().length && e.getBoundingClientRect().right > room + 1)
-    .map(e => `${e.tagName} ${e.textContent.trim().slice(0, 40)}: right ${Math.round(e.getBoundingClientRect().right)}`);
+    .map(e => `${e.tagName} ${e.textContent.trim().slice(0, 40)}: to ${e.getBoundingClientRect().right | 0} px`);
 }"""
 
 

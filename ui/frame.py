@@ -31,6 +31,11 @@ BASE_CSS = f"""<style>
 /* a metric's label wraps rather than being cut to an ellipsis: at 320 px a long one lost most of its words */
 [data-testid='stMetricLabel'] :is(div, p) {{ white-space: normal !important; overflow: visible !important;
                                             text-overflow: clip !important; }}
+/* forced colours (Windows high contrast) paint backgrounds away, and with them a slider's track and thumb and a
+   toggle's switch: those keep their own colours */
+@media (forced-colors: active) {{
+  [data-testid='stSlider'], [data-testid='stCheckbox'] label > div:first-child {{ forced-color-adjust: none; }}
+}}
 /* no movement the reader did not ask for: Streamlit's transitions and spinners stop, and an animated figure
    offers its step slider without Play */
 @media (prefers-reduced-motion: reduce) {{

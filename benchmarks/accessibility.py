@@ -6,7 +6,7 @@ text that needs a sideways scroll at 320 CSS px (WCAG 1.4.10), and the Tab order
 
 As a benchmark: every page at its defaults in four states (desktop 1400 x 900, lecture mode at 1280 x 720, a
 phone 320 CSS px wide, and with a tour's bar), every violation counted by rule and impact, written to
-benchmarks/results/accessibility.json. Goal (issue 30): none serious or critical. About 4 minutes.
+benchmarks/results/accessibility.json. Goal (issue 30): none serious or critical. About 4 minutes on two cores.
 Usage: python -m benchmarks.accessibility
 """
 from __future__ import annotations

@@ -62,10 +62,12 @@
       title.style.fontSize = `${size.toFixed(1)}px`;
     }
   };
-  // Every chart downloads as SVG as well as PNG: plotly's camera takes the format from the chart's config
-  // when clicked, so a second button beside it asks for SVG and clicks the camera.
+  // Every chart downloads as SVG and its data as CSV as well as PNG: plotly's camera takes the format from the
+  // chart's config when clicked, so a button beside it asks for SVG and clicks the camera; the CSV, one row per
+  // drawn value (series, x, y, and z for a heatmap's cell), is made in the browser from what plotly drew: the
+  // numbers behind a chart for a screen reader, a spreadsheet or a slide.
   // built node by node: with the icon's SVG markup in a string here, st.html dropped this whole script
-  const svgIcon = (text = "SVG") => {
+  const svgIcon = (text) => {
     const ns = "http://www.w3.org/2000/svg";
     const icon = document.createElementNS(ns, "svg");
     icon.setAttribute("viewBox", "0 0 24 24");
@@ -81,30 +83,37 @@
     icon.append(label);
     return icon;
   };
-  const addSvgButtons = () => {
+  const toolbarButton = (className, title, iconText, onClick) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = `modebar-btn ${className}`;
+    button.rel = "tooltip";
+    button.dataset.title = title;
+    button.setAttribute("aria-label", title);
+    button.append(svgIcon(iconText));
+    button.addEventListener("click", onClick);
+    return button;
+  };
+  const addDownloadButtons = () => {
     for (const plot of document.querySelectorAll(".js-plotly-plot")) {
       const camera = plot.querySelector(".modebar-btn[data-title^='Download plot']");
       if (!camera || camera.parentElement.querySelector(".arc-svg")) continue;  // the CSV button comes with it
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "modebar-btn arc-svg";
-      button.rel = "tooltip";
-      button.dataset.title = "Download plot as SVG";
-      button.setAttribute("aria-label", "Download plot as SVG");
-      button.append(svgIcon());
-      button.addEventListener("click", () => {
+      camera.after(toolbarButton("arc-svg", "Download plot as SVG", "SVG", () => {
         const options = plot._context.toImageButtonOptions;
         const format = options.format;
         options.format = "svg";
         camera.click();
         options.format = format;
-      });
-      camera.after(button);
-      camera.before(csvButton(plot));
+      }));
+      camera.before(toolbarButton("arc-csv", "Download data as CSV", "CSV", () => {
+        const link = document.createElement("a");
+        link.href = URL.createObjectURL(new Blob([csvOf(plot)], { type: "text/csv" }));
+        link.download = `${plot._context.toImageButtonOptions.filename || "figure"}.csv`;
+        link.click();
+        setTimeout(() => URL.revokeObjectURL(link.href), 0);
+      }));
     }
   };
-  // ... and its data as CSV, one row per drawn value (series, x, y, and z for a heatmap's cell): the numbers
-  // behind a chart for a screen reader, a spreadsheet or a slide, made in the browser from what plotly drew.
   const quoted = (value) => {
     const text = value === null || value === undefined ? "" : String(value);
     return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
@@ -121,23 +130,6 @@
       }
     });
     return rows.map(row => row.map(quoted).join(",")).join("\n") + "\n";
-  };
-  const csvButton = (plot) => {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "modebar-btn arc-csv";
-    button.rel = "tooltip";
-    button.dataset.title = "Download data as CSV";
-    button.setAttribute("aria-label", "Download data as CSV");
-    button.append(svgIcon("CSV"));
-    button.addEventListener("click", () => {
-      const link = document.createElement("a");
-      link.href = URL.createObjectURL(new Blob([csvOf(plot)], { type: "text/csv" }));
-      link.download = `${plot._context.toImageButtonOptions.filename || "figure"}.csv`;
-      link.click();
-      setTimeout(() => URL.revokeObjectURL(link.href), 0);
-    });
-    return button;
   };
   // Streamlit's sectioned navigation puts each section (a div holding its header and its items) straight inside
   // the list, so its items are outside any list to a screen reader (axe: list, listitem; 1,296 serious findings
@@ -215,7 +207,7 @@
       scheduled = false;
       fitEquations();
       fitTitles();
-      addSvgButtons();
+      addDownloadButtons();
       repairNavigation();
       nameFigures();
     });

@@ -28,6 +28,8 @@ BASE_CSS = f"""<style>
    some (a link in the sidebar, a table's toolbar) not at all; a chart's toolbar shows while focus is in it */
 :focus-visible {{ outline: 3px solid #1f4fbf !important; outline-offset: 2px; }}
 .js-plotly-plot .plotly:focus-within .modebar {{ opacity: 1 !important; }}
+/* a folded sidebar (lecture mode, a phone) is out of Tab's way: its 38 links stayed focusable off screen */
+[data-testid='stSidebar'][data-collapsed='true'] [data-testid='stSidebarContent'] {{ visibility: hidden; }}
 /* a metric's label wraps rather than being cut to an ellipsis: at 320 px a long one lost most of its words */
 [data-testid='stMetricLabel'] :is(div, p) {{ white-space: normal !important; overflow: visible !important;
                                             text-overflow: clip !important; }}

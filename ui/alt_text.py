@@ -35,7 +35,7 @@ def _values(array: object) -> np.ndarray:
     try:
         return np.asarray(array, dtype=float).ravel()
     except (TypeError, ValueError):
-        return np.array([float(v) if isinstance(v, (int, float)) and v is not None else np.nan
+        return np.array([float(v) if isinstance(v, (int, float)) else np.nan
                          for v in np.asarray(array, dtype=object).ravel()])
 
 
@@ -81,8 +81,8 @@ def _heatmap(trace: dict) -> str:
             f"largest{where}")
 
 
-def _axis_title(layout: dict, axis: str) -> str:
-    spec = layout.get(axis) or {}
+def _title(spec: object) -> str:
+    """A figure's or an axis's title: plotly takes it as {"text": ...} or as the bare string."""
     title = spec.get("title") if isinstance(spec, dict) else None
     return plain(title.get("text") if isinstance(title, dict) else title)
 
@@ -92,7 +92,7 @@ def _panel(traces: Sequence[dict], layout: dict, x_axis: str, y_axis: str) -> st
     kinds = {_kind(t) for t in traces if t.get("showlegend", True) is not False or _kind(t) == "heatmap"} or \
         {_kind(t) for t in traces}
     kind = KINDS.get(frozenset(kinds), "Chart")
-    x_title, y_title = _axis_title(layout, x_axis), _axis_title(layout, y_axis)
+    x_title, y_title = _title(layout.get(x_axis)), _title(layout.get(y_axis))
     axes = f" of {y_title} against {x_title}" if x_title and y_title else \
         f" against {x_title}" if x_title else f" of {y_title}" if y_title else ""
     if labelled := [t for t in traces if "text" in (t.get("mode") or "") and t.get("text") is not None]:
@@ -116,8 +116,7 @@ def describe(fig: go.Figure) -> str:
     titles), then whether it plays through steps."""
     traces = [dict(t) for t in fig._data]
     layout = fig._layout
-    title = plain((layout.get("title") or {}).get("text") if isinstance(layout.get("title"), dict)
-                  else layout.get("title"))
+    title = _title(layout)
     panels: dict[tuple[str, str], list[dict]] = {}
     for trace in traces:
         x_axis = "xaxis" + (trace.get("xaxis") or "x")[1:]

@@ -57,18 +57,30 @@ class Generated:
     probability: float  # of this token under the distribution it was drawn from (after the filters)
 
 
-@torch.no_grad()
-def stream(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float = 0.0, top_k: int | None = None,
-           top_p: float | None = None, seed: int = 0) -> Iterator[Generated]:
-    """Yield new tokens one at a time, reading the prompt once and then one token per step against the KV
-    cache; stops after <|im_end|>. temperature 0 is greedy."""
+def check_request(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float, top_k: int | None,
+                  top_p: float | None) -> None:
+    """Refuse, before any work, a generation whose prompt or settings are out of range (InputError)."""
+    if not ids:
+        raise InputError("type a prompt: it is empty")
     if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
         raise InputError(f"new tokens must be between 1 and {MAX_NEW_TOKENS}, got {max_new_tokens}")
+    if not 0 <= temperature < math.inf:  # NaN fails too
+        raise InputError(f"the temperature must be 0 (greedy) or positive, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise InputError(f"top-k must be at least 1, got {top_k}")
     if top_p is not None and not 0 < top_p <= 1:
         raise InputError(f"top-p must be in (0, 1], got {top_p}")
     if len(ids) + max_new_tokens > lm.config.context_length:
         raise InputError(f"{len(ids)} + {max_new_tokens} tokens exceed SmolLM2's context of "
                          f"{lm.config.context_length}")
+
+
+@torch.no_grad()
+def stream(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float = 0.0, top_k: int | None = None,
+           top_p: float | None = None, seed: int = 0) -> Iterator[Generated]:
+    """Yield new tokens one at a time, reading the prompt once and then one token per step against the KV
+    cache; stops after <|im_end|>. temperature 0 is greedy."""
+    check_request(lm, ids, max_new_tokens, temperature, top_k, top_p)
     generator = torch.Generator().manual_seed(seed)
     out = lm.model(torch.tensor([ids]), last_only=True)
     for _ in range(max_new_tokens):

@@ -72,6 +72,9 @@ class LlamaAttention(nn.Module):
         k = self.W_k(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, g, T, d)
         v = self.W_v(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         q_rot, k_rot = rope(q), rope(k)
+        if hasattr(cache, "attend"):  # a batch of sequences, each attending over its own cache (llm/batching.py)
+            y = cache.attend(q_rot, k_rot, v)  # (B, H, 1, d)
+            return self.W_o(y.transpose(1, 2).reshape(B, T, C)), cache
         if cache is not None:
             k_rot, v = torch.cat([cache[0], k_rot], dim=2), torch.cat([cache[1], v], dim=2)  # (B, g, t, d)
         weights = causal_attention_weights(q_rot, k_rot)  # (B, H, T, t)

@@ -1,0 +1,217 @@
+"""Continuous batching: many generations decoded together, one forward pass of every live sequence a step.
+
+A decode step against the KV cache does little arithmetic per weight it reads (one token's row times each
+matrix), so on a CPU it is bound by reading SmolLM2's 540 MB of float32 weights. Stacking the new tokens of B
+sequences into one (B, 1) batch reads the weights once for all of them: the step costs little more and yields B
+tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots). Sequences join between steps (their prompt
+read alone, as generation.stream reads it) and leave as soon as they end, so nobody waits for a whole batch.
+
+Layout: ragged. Each sequence keeps its own cache, one (K, V) per layer, each (g, capacity, d) allocated when it
+joins for its prompt plus its new tokens, and filled in place (no concatenation per step). The batched step runs
+every matrix on the (B, 1, C) stack and attention per sequence over its own filled length: no padding, so
+nothing to mask and no memory spent on it, and each sequence reads only its own keys (002 §2: examples across
+the batch never "talk" to each other). The price is a short Python loop per layer over the sequences.
+
+Exactness: a sequence's tokens are those generation.stream gives it alone, greedy or sampled (each sequence
+draws from its own torch.Generator seeded as stream seeds one), and its logits agree with stream's within
+float32 rounding: only the matrices' row count differs.
+
+Memory: every sequence's cache is counted in tokens when it joins (prompt + new tokens, the most it can hold);
+`fits` refuses one that would take the batch past `max_tokens` or `max_sequences` (002 §2.5: the cache grows
+linearly with the length and the batch size).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+from engine.errors import InputError
+from engine.llm.generation import Generated, check_request
+from engine.llm.model import GGUF_PAIRING, Rope
+from engine.llm.smollm import SmolLM
+from engine.positions.rope import rope_cos_sin
+from engine.transformer.model import sample_next, sampling_distribution
+
+MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
+MAX_TOKENS = 8192  # tokens of KV cache the batch may hold: 8,192 x 46 KB = 360 MiB for SmolLM2 in float32
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generation, as generation.stream takes it; ignore_eos keeps going past <|im_end|> (benchmarks)."""
+    ids: tuple[int, ...]
+    max_new_tokens: int
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int = 0
+    ignore_eos: bool = False
+
+    @property
+    def tokens(self) -> int:
+        """Cache positions it can fill: the prompt and every new token."""
+        return len(self.ids) + self.max_new_tokens
+
+
+def cache_bytes_per_token(lm: SmolLM) -> int:
+    """K and V of every layer for one token: 2 x 30 x 3 x 64 float32 = 46,080 bytes for SmolLM2."""
+    cfg = lm.config
+    return 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4
+
+
+@dataclass(eq=False)
+class Sequence:
+    """A request inside the batch: its cache, its random generator and the tokens it has produced."""
+    request: Request
+    keys: torch.Tensor  # (layers, capacity, g, d) K after RoPE; positions past `length` unfilled
+    values: torch.Tensor
+    length: int  # cache positions filled
+    logits: torch.Tensor  # (V,) the distribution of its next token, from its latest forward
+    generator: torch.Generator
+    steps: list[Generated] = field(default_factory=list)
+    finished: bool = False
+
+
+class _Gathered:
+    """One layer's view of the batch for LlamaAttention: every sequence's K and V in one padded stack, the
+    padding masked out of the scores."""
+
+    def __init__(self, sequences: list[Sequence], layer: int, padding: torch.Tensor | None,
+                 new: dict[str, list[torch.Tensor]]):
+        self.sequences, self.layer, self.padding, self.new = sequences, layer, padding, new
+
+    def gather(self, cache: str, latest: torch.Tensor) -> torch.Tensor:
+        """The sequences' keys or values, the step's latest (B, g, 1, d) included: (B, longest + 1, g, d).
+
+        A sequence alone has its latest written into its cache now, which then is the stack: nothing is copied.
+        Several are padded to the longest and their latest put after the padding (written after the step): keys
+        are a set to attention, and the new key's RoPE angle is already in it."""
+        if len(self.sequences) == 1:
+            sequence = self.sequences[0]
+            stored = getattr(sequence, cache)[self.layer]  # (capacity, g, d)
+            stored[sequence.length] = latest[0, :, 0]
+            return stored[None, :sequence.length + 1]
+        self.new[cache].append(latest[:, :, 0])
+        cached = [getattr(s, cache)[self.layer, :s.length] for s in self.sequences]  # each (length, g, d)
+        return torch.cat([pad_sequence(cached, batch_first=True), latest.transpose(1, 2)], dim=1)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """q (B, H, 1, d), k and v (B, g, 1, d) after RoPE -> (B, H, 1, d)."""
+        B, H, _, d = q.shape
+        g = k.shape[1]
+        keys, values = self.gather("keys", k), self.gather("values", v)
+        # a group's query heads stacked as rows against its one K, as causal_attention_weights does
+        scores = q.reshape(B, g, H // g, d) @ keys.permute(0, 2, 3, 1) / math.sqrt(d)  # (B, g, H/g, longest + 1)
+        if self.padding is not None:
+            scores = scores.masked_fill(self.padding, float("-inf"))
+        return (F.softmax(scores, dim=-1) @ values.transpose(1, 2)).reshape(B, H, 1, d)
+
+
+class DecodeBatch:
+    """The sequences being decoded together. Not thread-safe: one thread joins, steps and drops (serving.py)."""
+
+    def __init__(self, lm: SmolLM, max_sequences: int = MAX_SEQUENCES, max_tokens: int = MAX_TOKENS):
+        self.lm, self.max_sequences, self.max_tokens = lm, max_sequences, max_tokens
+        self.sequences: list[Sequence] = []
+
+    @property
+    def tokens_held(self) -> int:
+        """Cache positions reserved by the sequences in the batch (each for its prompt and all its new tokens)."""
+        return sum(s.request.tokens for s in self.sequences)
+
+    def fits(self, requests: list[Request]) -> bool:
+        """Whether these requests can all join now without passing either cap."""
+        return (len(self.sequences) + len(requests) <= self.max_sequences
+                and self.tokens_held + sum(r.tokens for r in requests) <= self.max_tokens)
+
+    def check(self, request: Request) -> None:
+        """Refuse a request this batch could never take, or whose settings are out of range (InputError)."""
+        check_request(self.lm, list(request.ids), request.max_new_tokens, request.temperature, request.top_k,
+                      request.top_p)
+        if request.tokens > self.max_tokens:
+            raise InputError(f"{request.tokens:,} tokens of prompt and answer are more than the server's batch "
+                             f"holds ({self.max_tokens:,}): shorten the prompt or ask for fewer new tokens")
+
+    @torch.no_grad()
+    def join(self, request: Request) -> Sequence:
+        """Read the request's prompt alone (generation.stream's first forward) into a cache of its own and add it
+        to the batch; its first token comes at the next step."""
+        self.check(request)
+        if not self.fits([request]):
+            raise InputError("the batch is full: the request must wait for a sequence to leave")
+        cfg = self.lm.config
+        out = self.lm.model(torch.tensor([request.ids]), last_only=True)
+        keys = torch.empty(cfg.n_layers, request.tokens, cfg.n_kv_heads, cfg.head_dim)
+        values = torch.empty_like(keys)
+        for layer, (k, v) in enumerate(out.cache):  # each (1, g, T, d)
+            keys[layer, :len(request.ids)], values[layer, :len(request.ids)] = k[0].transpose(0, 1), v[0].transpose(0, 1)
+        sequence = Sequence(request, keys, values, len(request.ids), out.logits[0, -1],
+                            torch.Generator().manual_seed(request.seed))
+        self.sequences.append(sequence)
+        return sequence
+
+    def drop(self, sequence: Sequence) -> None:
+        """Take a sequence out (finished or cancelled): its cache is freed with it."""
+        sequence.finished = True
+        self.sequences.remove(sequence)
+
+    def step(self) -> list[tuple[Sequence, Generated]]:
+        """draw() then advance(): one token for every sequence in the batch."""
+        drawn = self.draw()
+        self.advance()
+        return drawn
+
+    @torch.no_grad()
+    def draw(self) -> list[tuple[Sequence, Generated]]:
+        """Every sequence's next token, drawn from its latest logits with its own settings and generator; those
+        that end (<|im_end|> or their last token) leave the batch."""
+        drawn = [(sequence, self._draw(sequence)) for sequence in self.sequences]
+        for sequence, generated in drawn:
+            sequence.steps.append(generated)
+            request = sequence.request
+            if (generated.token == self.lm.tokenizer.eos_id and not request.ignore_eos
+                    or len(sequence.steps) == request.max_new_tokens):
+                self.drop(sequence)
+        return drawn
+
+    @torch.no_grad()
+    def advance(self) -> None:
+        """One forward pass of every sequence's latest token together: their next logits."""
+        if self.sequences:
+            self._forward([sequence.steps[-1].token for sequence in self.sequences])
+
+    @staticmethod
+    def _draw(sequence: Sequence) -> Generated:
+        """stream's sampling for one sequence: the same functions on the same (1, V) logits."""
+        request, logits = sequence.request, sequence.logits[None]  # (1, V)
+        token = sample_next(logits, request.temperature, request.top_k, sequence.generator, request.top_p)
+        drawn_from = F.softmax(logits.float(), dim=-1) if request.temperature == 0 else sampling_distribution(
+            logits, request.temperature, request.top_k, request.top_p)
+        return Generated(int(token), float(drawn_from[0, token]))
+
+    def _forward(self, tokens: list[int]) -> None:
+        """One decode step of the whole batch: tokens[i] is sequence i's newest token, at position its length."""
+        model, cfg = self.lm.model, self.lm.config
+        positions = torch.tensor([sequence.length for sequence in self.sequences])  # (B,)
+        cos, sin = rope_cos_sin(positions, cfg.head_dim, cfg.rope_base)  # (B, d/2): each sequence its own angle
+        rope = Rope(cos[:, None, None], sin[:, None, None], GGUF_PAIRING)  # against (B, heads, 1, d)
+        x = model.embed(torch.tensor(tokens)[:, None])  # (B, 1, C)
+        padding = None  # sequences of one length have none
+        if positions.min() < positions.max():
+            longest = torch.arange(int(positions.max()) + 1)  # the cached positions, then the new token's
+            padding = ((longest[None] >= positions[:, None]) & (longest[None] < positions.max()))[:, None, None]
+        new = {"keys": [], "values": []}  # several sequences: each layer's latest (B, g, d), written afterwards
+        for layer, block in enumerate(model.blocks):
+            x, _ = block(x, rope, _Gathered(self.sequences, layer, padding, new), None, layer)
+        logits = model.unembed(x[:, -1])  # (B, V)
+        if new["keys"]:
+            new_keys, new_values = torch.stack(new["keys"]), torch.stack(new["values"])  # (layers, B, g, d)
+            for i, sequence in enumerate(self.sequences):
+                sequence.keys[:, sequence.length], sequence.values[:, sequence.length] = new_keys[:, i], new_values[:, i]
+        for sequence, row in zip(self.sequences, logits):
+            sequence.length += 1
+            sequence.logits = row

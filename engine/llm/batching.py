@@ -147,9 +147,10 @@ class DecodeBatch:
         out = self.lm.model(torch.tensor([request.ids]), last_only=True)
         keys = torch.empty(cfg.n_layers, request.tokens, cfg.n_kv_heads, cfg.head_dim)
         values = torch.empty_like(keys)
+        prompt = len(request.ids)
         for layer, (k, v) in enumerate(out.cache):  # each (1, g, T, d)
-            keys[layer, :len(request.ids)], values[layer, :len(request.ids)] = k[0].transpose(0, 1), v[0].transpose(0, 1)
-        sequence = Sequence(request, keys, values, len(request.ids), out.logits[0, -1],
+            keys[layer, :prompt], values[layer, :prompt] = k[0].transpose(0, 1), v[0].transpose(0, 1)
+        sequence = Sequence(request, keys, values, prompt, out.logits[0, -1],
                             torch.Generator().manual_seed(request.seed))
         self.sequences.append(sequence)
         return sequence
@@ -211,7 +212,8 @@ class DecodeBatch:
         if new["keys"]:
             new_keys, new_values = torch.stack(new["keys"]), torch.stack(new["values"])  # (layers, B, g, d)
             for i, sequence in enumerate(self.sequences):
-                sequence.keys[:, sequence.length], sequence.values[:, sequence.length] = new_keys[:, i], new_values[:, i]
+                at = sequence.length
+                sequence.keys[:, at], sequence.values[:, at] = new_keys[:, i], new_values[:, i]
         for sequence, row in zip(self.sequences, logits):
             sequence.length += 1
             sequence.logits = row

@@ -149,6 +149,10 @@ class JobQueue:
             position = self._line.index(job) + 1
             return position, self._start_in(position - 1)
 
+    def has_waiting(self) -> bool:
+        """Whether any job waits in line (a long-running job can then step aside: ui/batching.py)."""
+        return bool(self._line)
+
     def _start_in(self, ahead: int) -> float | None:
         """Each free worker takes the next job in line: when does the worker for the (ahead+1)th become free?"""
         now = time.monotonic()
@@ -201,6 +205,9 @@ class JobQueue:
                 seconds, mean = time.monotonic() - job.started, self._mean.get(job.kind)
                 self._mean[job.kind] = seconds if mean is None else (1 - SMOOTHING) * mean + SMOOTHING * seconds
             job.result, job.error, job.state = result, error, "done" if error is None else "failed"
+            for waiter in job.waiters:  # a finished job is nobody's any more: its waiters may never call leave
+                if self._of_session.get(waiter) is job:
+                    del self._of_session[waiter]
         job.done.set()
 
     def close(self) -> None:

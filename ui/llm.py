@@ -114,15 +114,3 @@ def generations() -> dict[tuple, list[generation.Generated]]:
     Generate on the same settings reads the first one's answer instead of recomputing it."""
     return {}
 
-
-def generate(lm: SmolLM, settings: tuple, report: Report) -> list[generation.Generated] | None:
-    """The job behind the SmolLM2 page's Generate (ui/queued.py): tokens streamed into the report; None if every
-    student waiting for it left."""
-    ids, temperature, top_k, top_p, n_new, seed = settings
-    steps = []
-    for step in generation.stream(lm, list(ids), n_new, temperature, top_k or None, None if top_p >= 1 else top_p,
-                                  seed):
-        steps.append(step)
-        if not report(len(steps) / n_new, f"Generating: token {len(steps)} of at most {n_new}", list(steps)):
-            return None
-    return steps

@@ -5,8 +5,8 @@ from engine.llm import generation, inspection
 from engine.llm.model import GGUF_PAIRING
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
-from ui import figures, queued, tables
-from ui.llm import INSIDE, LENS, QUESTION, generate, generations, inside_view, perplexities, score
+from ui import batching, figures, tables
+from ui.llm import INSIDE, LENS, QUESTION, generations, inside_view, perplexities, score
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 
@@ -90,14 +90,22 @@ with page.guard():
         n_new = page.slider("New tokens at most", "new", 1, generation.MAX_NEW_TOKENS, 60, where=c4)
         seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
         settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
+        server = batching.batch_server(lm)
+        button_column, together_column = st.columns([1, 4], vertical_alignment="center")
+        together = together_column.empty()
+
+        def count(text: str) -> None:
+            together.markdown(f":material/groups: SmolLM2 on this server now: **{text}**",
+                              help="Every student's Generate joins one batch: a decode step reads the weights "
+                                   "once for all of them")
+        count(batching.together_text(server))
         answer = st.empty()
-        if settings not in generations() and st.button("Generate", icon=":material/play_arrow:", type="primary"):
-            steps = queued.run(
-                "generate", settings, lambda report: generate(lm, settings, report), "Generating", n_new / 15,
-                show=lambda steps: answer.code(lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None,
-                                               wrap_lines=True))  # about 15 tokens/s on one core
-            if steps is not None:
-                generations()[settings] = steps
+        if settings not in generations() and button_column.button("Generate", icon=":material/play_arrow:",
+                                                                  type="primary"):
+            steps = batching.generate(lm, settings, lambda steps: answer.code(
+                lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None, wrap_lines=True), count)
+            generations()[settings] = steps
+            count(batching.together_text(server))
         if settings in generations():
             steps = generations()[settings]
             answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
@@ -108,9 +116,11 @@ with page.guard():
                                             "from"))
         else:
             answer.caption("Press Generate: tokens appear as they are computed, one forward pass of a single "
-                           "token each against the KV cache (000 §8.5).")
+                           "token each against the KV cache (000 §8.5), in one batch with every other student's "
+                           "generation on this server.")
         st.caption("Temperature divides the logits, top-k keeps the k largest, top-p then keeps the nucleus "
                    "(Holtzman et al. 2020), in transformers' order; generation stops at <|im_end|>.")
+        batching.class_figure(lm)
 
     if view_name == "Attention":
         left, right = st.columns([3, 2])

@@ -23,6 +23,9 @@ linearly with the length and the batch size).
 from __future__ import annotations
 
 import math
+import statistics
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -155,6 +158,16 @@ class DecodeBatch:
         self.sequences.append(sequence)
         return sequence
 
+    def fork(self, sequence: Sequence) -> Sequence:
+        """A copy of a sequence in the batch (its cache and next logits; a generator seeded afresh), joined without
+        reading its prompt again."""
+        if not self.fits([sequence.request]):
+            raise InputError("the batch is full: the request must wait for a sequence to leave")
+        copy = Sequence(sequence.request, sequence.keys.clone(), sequence.values.clone(), sequence.length,
+                        sequence.logits, torch.Generator().manual_seed(sequence.request.seed), list(sequence.steps))
+        self.sequences.append(copy)
+        return copy
+
     def drop(self, sequence: Sequence) -> None:
         """Take a sequence out (finished or cancelled): its cache is freed with it."""
         sequence.finished = True
@@ -217,3 +230,41 @@ class DecodeBatch:
         for sequence, row in zip(self.sequences, logits):
             sequence.length += 1
             sequence.logits = row
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    batch: int  # sequences decoded together
+    step_seconds: list[float]  # each timed step: the time between two tokens of every sequence in it
+
+    @property
+    def median_step(self) -> float:
+        return statistics.median(self.step_seconds)
+
+    @property
+    def tokens_per_second(self) -> float:
+        """All sequences' tokens together."""
+        return self.batch / self.median_step
+
+
+def time_batch_sizes(lm: SmolLM, sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), context: int = 48, steps: int = 5,
+                     progress: Callable[[float], None] = lambda done: None) -> list[BatchTiming]:
+    """One decode step of a batch of each size, timed `steps` times after one untimed step: every sequence a
+    copy of one random prompt of `context` tokens (read once), so that only the batch size changes."""
+    ids = tuple(torch.randint(lm.config.vocab_size, (context,), generator=torch.Generator().manual_seed(0)).tolist())
+    request = Request(ids, steps + 1, ignore_eos=True)
+    timings = []
+    for done, size in enumerate(sizes):
+        batch = DecodeBatch(lm, max_sequences=size, max_tokens=size * request.tokens)
+        first = batch.join(request)
+        for _ in range(size - 1):
+            batch.fork(first)
+        batch.step()  # untimed: the first step allocates what the others reuse
+        seconds = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            batch.step()
+            seconds.append(time.perf_counter() - start)
+        timings.append(BatchTiming(size, seconds))
+        progress((done + 1) / len(sizes))
+    return timings

@@ -37,7 +37,7 @@ from engine.llm.generation import Generated, check_request
 from engine.llm.model import GGUF_PAIRING, Rope
 from engine.llm.smollm import SmolLM
 from engine.positions.rope import rope_cos_sin
-from engine.transformer.model import sample_next, sampling_distribution
+from engine.transformer.model import draw_next
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
 MAX_TOKENS = 8192  # tokens of KV cache the batch may hold: 8,192 x 46 KB = 360 MiB for SmolLM2 in float32
@@ -202,9 +202,8 @@ class DecodeBatch:
     def _draw(sequence: Sequence) -> Generated:
         """stream's sampling for one sequence: the same functions on the same (1, V) logits."""
         request, logits = sequence.request, sequence.logits[None]  # (1, V)
-        token = sample_next(logits, request.temperature, request.top_k, sequence.generator, request.top_p)
-        drawn_from = F.softmax(logits.float(), dim=-1) if request.temperature == 0 else sampling_distribution(
-            logits, request.temperature, request.top_k, request.top_p)
+        token, drawn_from = draw_next(logits, request.temperature, request.top_k, sequence.generator,
+                                      request.top_p)
         return Generated(int(token), float(drawn_from[0, token]))
 
     def _forward(self, tokens: list[int]) -> None:

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from engine.errors import InputError
 from engine.llm.model import GGUF_PAIRING
 from engine.llm.smollm import SmolLM
-from engine.transformer.model import sample_next, sampling_distribution
+from engine.transformer.model import draw_next
 
 MAX_NEW_TOKENS = 200  # per request: about 10 s on one CPU
 MAX_PROMPT_TOKENS = 1024  # the context is 8,192, but a CPU prefill of that takes minutes and 2.4 GB of scores
@@ -85,9 +85,7 @@ def stream(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float =
     out = lm.model(torch.tensor([ids]), last_only=True)
     for _ in range(max_new_tokens):
         logits = out.logits[:, -1]  # (1, V)
-        token = sample_next(logits, temperature, top_k, generator, top_p)  # (1, 1)
-        drawn_from = F.softmax(logits.float(), dim=-1) if temperature == 0 else sampling_distribution(
-            logits, temperature, top_k, top_p)  # (1, V)
+        token, drawn_from = draw_next(logits, temperature, top_k, generator, top_p)  # (1, 1), (1, V)
         probability = float(drawn_from[0, token])
         yield Generated(int(token), probability)
         if int(token) == lm.tokenizer.eos_id:

@@ -7,7 +7,8 @@ import torch
 
 from engine.errors import InputError
 from engine.transformer import sampler
-from engine.transformer.model import ModelConfig, TransformerLM, generate, load_checkpoint, sampling_distribution
+from engine.transformer.model import (ModelConfig, TransformerLM, generate, load_checkpoint, outside_nucleus,
+                                     sampling_distribution)
 from engine.transformer.train import CHECKPOINTS
 
 
@@ -84,3 +85,14 @@ def test_bad_settings_are_refused(trained):
     with pytest.raises(InputError, match="context window"):
         sampler.sample(weights, [1] * 500, 20, 1.0, None, 0)
     assert sampler.sample(weights, [1, 2], 0, 1.0, None, 0) == []
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 12.0])  # from flat (a nucleus of thousands) to sharp (a few)
+@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.99, 1.0])
+def test_the_nucleus_ranked_from_its_top_tokens_is_the_one_a_full_sort_gives(scale, top_p):
+    """outside_nucleus ranks the first NUCLEUS_FIRST tokens before sorting all: the same mask either way."""
+    probs = torch.softmax(scale * torch.randn(6, 49152, generator=torch.Generator().manual_seed(int(scale))), -1)
+    ranked, order = torch.sort(probs, dim=-1, descending=True)
+    before = torch.cumsum(ranked, dim=-1) - ranked
+    full = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
+    assert torch.equal(outside_nucleus(probs, top_p), full)

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pad_sequence
 
+from engine.efficiency.measure import own_thread_count
 from engine.errors import InputError
 from engine.llm.generation import Generated, check_request
 from engine.llm.model import GGUF_PAIRING, Rope
@@ -41,6 +42,7 @@ from engine.transformer.model import draw_next
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
 MAX_TOKENS = 8192  # tokens of KV cache the batch may hold: 8,192 x 46 KB = 360 MiB for SmolLM2 in float32
+PREFILL_TOKENS = 2048  # prompt positions read in one forward pass at most: (9 heads, T, T) scores stay small
 
 
 @dataclass(frozen=True)
@@ -80,38 +82,41 @@ class Sequence:
 
 
 class _Gathered:
-    """One layer's view of the batch for LlamaAttention: every sequence's K and V in one padded stack, the
-    padding masked out of the scores."""
+    """One layer's view of the batch for LlamaAttention.
+
+    A sequence alone writes its new key and value into its cache and attends over the cache itself: nothing is
+    copied. Several are padded into one stack of their cached keys and values, the padding masked out of the
+    scores, with the step's new key and value beside the stack rather than in it (keys are a set to attention,
+    and a new key's RoPE angle is already in it): putting them in would copy the stack once more. They are
+    written into each sequence's cache after the step."""
 
     def __init__(self, sequences: list[Sequence], layer: int, padding: torch.Tensor | None,
                  new: dict[str, list[torch.Tensor]]):
         self.sequences, self.layer, self.padding, self.new = sequences, layer, padding, new
 
-    def gather(self, cache: str, latest: torch.Tensor) -> torch.Tensor:
-        """The sequences' keys or values, the step's latest (B, g, 1, d) included: (B, longest + 1, g, d).
-
-        A sequence alone has its latest written into its cache now, which then is the stack: nothing is copied.
-        Several are padded to the longest and their latest put after the padding (written after the step): keys
-        are a set to attention, and the new key's RoPE angle is already in it."""
-        if len(self.sequences) == 1:
-            sequence = self.sequences[0]
-            stored = getattr(sequence, cache)[self.layer]  # (capacity, g, d)
-            stored[sequence.length] = latest[0, :, 0]
-            return stored[None, :sequence.length + 1]
-        self.new[cache].append(latest[:, :, 0])
-        cached = [getattr(s, cache)[self.layer, :s.length] for s in self.sequences]  # each (length, g, d)
-        return torch.cat([pad_sequence(cached, batch_first=True), latest.transpose(1, 2)], dim=1)
-
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """q (B, H, 1, d), k and v (B, g, 1, d) after RoPE -> (B, H, 1, d)."""
         B, H, _, d = q.shape
         g = k.shape[1]
-        keys, values = self.gather("keys", k), self.gather("values", v)
-        # a group's query heads stacked as rows against its one K, as causal_attention_weights does
-        scores = q.reshape(B, g, H // g, d) @ keys.permute(0, 2, 3, 1) / math.sqrt(d)  # (B, g, H/g, longest + 1)
+        q = q.reshape(B, g, H // g, d)  # a group's query heads stacked as rows against its one K
+        if B == 1:
+            sequence, n = self.sequences[0], self.sequences[0].length
+            sequence.keys[self.layer, n], sequence.values[self.layer, n] = k[0, :, 0], v[0, :, 0]
+            keys, values = sequence.keys[self.layer, None, :n + 1], sequence.values[self.layer, None, :n + 1]
+            scores = q @ keys.permute(0, 2, 3, 1) / math.sqrt(d)  # (1, g, H/g, n + 1)
+            return (F.softmax(scores, dim=-1) @ values.transpose(1, 2)).reshape(B, H, 1, d)
+        self.new["keys"].append(k[:, :, 0]), self.new["values"].append(v[:, :, 0])
+        scores = torch.cat([q @ self._cached("keys").permute(0, 2, 3, 1), q @ k.transpose(2, 3)],
+                           dim=-1) / math.sqrt(d)  # (B, g, H/g, longest + 1): the new key's score last
         if self.padding is not None:
             scores = scores.masked_fill(self.padding, float("-inf"))
-        return (F.softmax(scores, dim=-1) @ values.transpose(1, 2)).reshape(B, H, 1, d)
+        weights = F.softmax(scores, dim=-1)
+        out = weights[..., :-1] @ self._cached("values").transpose(1, 2) + weights[..., -1:] * v  # (B, g, H/g, d)
+        return out.reshape(B, H, 1, d)
+
+    def _cached(self, cache: str) -> torch.Tensor:
+        """The sequences' keys or values so far, padded to the longest: (B, longest, g, d)."""
+        return pad_sequence([getattr(s, cache)[self.layer, :s.length] for s in self.sequences], batch_first=True)
 
 
 class DecodeBatch:
@@ -139,24 +144,62 @@ class DecodeBatch:
             raise InputError(f"{request.tokens:,} tokens of prompt and answer are more than the server's batch "
                              f"holds ({self.max_tokens:,}): shorten the prompt or ask for fewer new tokens")
 
-    @torch.no_grad()
     def join(self, request: Request) -> Sequence:
-        """Read the request's prompt alone (generation.stream's first forward) into a cache of its own and add it
-        to the batch; its first token comes at the next step."""
-        self.check(request)
-        if not self.fits([request]):
+        """join_all of one request."""
+        return self.join_all([request])[0]
+
+    @torch.no_grad()
+    def join_all(self, requests: list[Request]) -> list[Sequence]:
+        """Read the requests' prompts (generation.stream's first forward), each into a cache of its own, and add
+        them to the batch; their first tokens come at the next step. Prompts arriving together are read together,
+        padded on the right to the longest, up to PREFILL_TOKENS positions a forward pass: a prompt is one
+        (T, C) stack of rows already, but a few prompts' rows at once keep the weights busier still."""
+        for request in requests:
+            self.check(request)
+        if not self.fits(requests):
             raise InputError("the batch is full: the request must wait for a sequence to leave")
-        cfg = self.lm.config
-        out = self.lm.model(torch.tensor([request.ids]), last_only=True)
-        keys = torch.empty(cfg.n_layers, request.tokens, cfg.n_kv_heads, cfg.head_dim)
-        values = torch.empty_like(keys)
-        prompt = len(request.ids)
-        for layer, (k, v) in enumerate(out.cache):  # each (1, g, T, d)
-            keys[layer, :prompt], values[layer, :prompt] = k[0].transpose(0, 1), v[0].transpose(0, 1)
-        sequence = Sequence(request, keys, values, prompt, out.logits[0, -1],
-                            torch.Generator().manual_seed(request.seed))
-        self.sequences.append(sequence)
-        return sequence
+        joined, chunk = [], []
+        for request in requests:  # chunks of at most PREFILL_TOKENS padded positions (one prompt at least)
+            if chunk and (len(chunk) + 1) * max(len(r.ids) for r in chunk + [request]) > PREFILL_TOKENS:
+                joined += self._prefill(chunk)
+                chunk = []
+            chunk.append(request)
+        if chunk:
+            joined += self._prefill(chunk)
+        self.sequences += joined
+        return joined
+
+    def _prefill(self, requests: list[Request]) -> list[Sequence]:
+        """One forward pass over the prompts, padded on the right. The tokens every prompt begins with (the chat
+        template's system turn: 25 of a short question's 36 tokens) are read once and their keys and values
+        shared, as vLLM's prefix caching does: causal attention gives a prefix the same keys and values whatever
+        follows it. Each prompt keeps at least its last token to read, whose logits it needs."""
+        cfg, model = self.lm.config, self.lm.model
+        shared = min(len(r.ids) for r in requests) - 1
+        for request in requests[1:]:
+            shared = next((i for i, (a, b) in enumerate(zip(requests[0].ids[:shared], request.ids)) if a != b), shared)
+        cache = None
+        if len(requests) > 1 and shared > 0:
+            prefix = model(torch.tensor([requests[0].ids[:shared]]), last_only=True).cache  # each (1, g, shared, d)
+            cache = [(k.expand(len(requests), -1, -1, -1), v.expand(len(requests), -1, -1, -1)) for k, v in prefix]
+        else:
+            shared = 0
+        lengths = torch.tensor([len(r.ids) - shared for r in requests])
+        ids = torch.zeros(len(requests), int(lengths.max()), dtype=torch.long)  # (b, longest rest), padded with 0
+        for row, request in enumerate(requests):
+            ids[row, :len(request.ids) - shared] = torch.tensor(request.ids[shared:])
+        out = model(ids, cache=cache, ends=lengths - 1)
+        sequences = []
+        for row, request in enumerate(requests):
+            prompt = len(request.ids)
+            keys = torch.empty(cfg.n_layers, request.tokens, cfg.n_kv_heads, cfg.head_dim)
+            values = torch.empty_like(keys)
+            for layer, (k, v) in enumerate(out.cache):  # each (b, g, shared + longest rest, d)
+                keys[layer, :prompt] = k[row, :, :prompt].transpose(0, 1)
+                values[layer, :prompt] = v[row, :, :prompt].transpose(0, 1)
+            sequences.append(Sequence(request, keys, values, prompt, out.logits[row, -1],
+                                      torch.Generator().manual_seed(request.seed)))
+        return sequences
 
     def fork(self, sequence: Sequence) -> Sequence:
         """A copy of a sequence in the batch (its cache and next logits; a generator seeded afresh), joined without
@@ -217,7 +260,7 @@ class DecodeBatch:
         if positions.min() < positions.max():
             longest = torch.arange(int(positions.max()) + 1)  # the cached positions, then the new token's
             padding = ((longest[None] >= positions[:, None]) & (longest[None] < positions.max()))[:, None, None]
-        new = {"keys": [], "values": []}  # several sequences: each layer's latest (B, g, d), written afterwards
+        new = {"keys": [], "values": []}  # several sequences: each layer's new (B, g, d), written afterwards
         for layer, block in enumerate(model.blocks):
             x, _ = block(x, rope, _Gathered(self.sequences, layer, padding, new), None, layer)
         logits = model.unembed(x[:, -1])  # (B, V)
@@ -227,8 +270,7 @@ class DecodeBatch:
                 at = sequence.length
                 sequence.keys[:, at], sequence.values[:, at] = new_keys[:, i], new_values[:, i]
         for sequence, row in zip(self.sequences, logits):
-            sequence.length += 1
-            sequence.logits = row
+            sequence.length, sequence.logits = sequence.length + 1, row
 
 
 @dataclass(frozen=True)
@@ -250,6 +292,7 @@ def time_batch_sizes(lm: SmolLM, sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), 
                      progress: Callable[[float], None] = lambda done: None) -> list[BatchTiming]:
     """One decode step of a batch of each size, timed `steps` times after one untimed step: every sequence a
     copy of one random prompt of `context` tokens (read once), so that only the batch size changes."""
+    own_thread_count()  # measured in a job's thread: one core, as the batch's loop runs
     ids = tuple(torch.randint(lm.config.vocab_size, (context,), generator=torch.Generator().manual_seed(0)).tolist())
     request = Request(ids, steps + 1, ignore_eos=True)
     timings = []

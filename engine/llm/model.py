@@ -135,11 +135,12 @@ class Llama(nn.Module):
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False,
                 n_blocks: int | None = None, rope_base: float | None = None, pairing: str = GGUF_PAIRING,
-                capture: Capture | None = None) -> LlamaOutput:
+                capture: Capture | None = None, ends: torch.Tensor | None = None) -> LlamaOutput:
         """idx (B, T) new tokens after the t already in the cache. last_only computes the logits of the last
-        position alone: a 49,152-word unembedding per prompt token is a fifth of the work otherwise. n_blocks
-        runs the first n blocks alone, for the views that read one layer; the logits are then the logit lens's,
-        from the residual stream after block n."""
+        position alone: a 49,152-word unembedding per prompt token is a fifth of the work otherwise. ends (B,)
+        does so for prompts of different lengths padded on the right, each row's at its last real token (causal
+        attention keeps the padding after it out of its sight). n_blocks runs the first n blocks alone, for the
+        views that read one layer; the logits are then the logit lens's, from the residual stream after block n."""
         if n_blocks is not None and not 1 <= n_blocks <= self.config.n_layers:
             raise InputError(f"SmolLM2 has blocks 1-{self.config.n_layers}, not {n_blocks}")
         B, T = idx.shape
@@ -156,6 +157,8 @@ class Llama(nn.Module):
             new_cache.append(layer_cache)
             if capture is not None and capture.residuals:
                 capture.residual.append(x)
+        if ends is not None:
+            x = x[torch.arange(B), ends][:, None]  # (B, 1, C)
         logits = self.unembed(x[:, -1:] if last_only else x)
         return LlamaOutput(logits, new_cache, capture)
 

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.efficiency.measure import own_thread_count
 from engine.errors import InputError
 from engine.llm.batching import MAX_SEQUENCES, MAX_TOKENS, DecodeBatch, Request, Sequence
 from engine.llm.generation import Generated
@@ -113,6 +114,7 @@ class BatchServer:
     def loop(self, yielding: Callable[[], bool] = lambda: False) -> None:
         """Decode until no request is left; with `yielding` true, let nobody new join and end once the batch is
         empty, starting again (behind the other work) if requests still wait."""
+        own_thread_count()  # the loop's thread is new: its matrix products would otherwise spread over every core
         while True:
             with self._lock:
                 for ticket in self._cancelled:
@@ -132,24 +134,31 @@ class BatchServer:
                     again = bool(self._waiting)
                     self._looping = again
                     break
-            for ticket in joining:
-                self._join(ticket)
+            if joining:
+                self._join(joining)
             self._step()
         if again:
             self._start(self.loop)
 
-    def _join(self, ticket: Ticket) -> None:
+    def _join(self, tickets: list[Ticket]) -> None:
+        """Read the tickets' prompts (together, outside the lock); if that fails, each alone, so that a request
+        that cannot be read fails by itself."""
         try:
-            sequence = self.batch.join(ticket.request)  # the prompt read alone, outside the lock
-        except Exception as error:  # noqa: BLE001  (this request fails alone; the batch goes on)
-            with self._lock:
-                self._forget(ticket)
-                ticket.error = error
-                self._finish(ticket, "failed")
+            sequences = self.batch.join_all([t.request for t in tickets])
+        except Exception as error:  # noqa: BLE001  (retried one by one below)
+            if len(tickets) == 1:
+                with self._lock:
+                    self._forget(tickets[0])
+                    tickets[0].error = error
+                    self._finish(tickets[0], "failed")
+                return
+            for ticket in tickets:
+                self._join([ticket])
             return
         with self._lock:
-            ticket.sequence, ticket.state = sequence, "decoding"
-            self._decoding[sequence] = ticket
+            for ticket, sequence in zip(tickets, sequences):
+                ticket.sequence, ticket.state = sequence, "decoding"
+                self._decoding[sequence] = ticket
 
     def _step(self) -> None:
         try:

@@ -60,9 +60,8 @@ def run_batch(lm, requests, joins: dict[int, int], leave: dict[int, int] | None 
     leave = leave or {}
     step = 0
     while len(sequences) < len(joins) or batch.sequences:
-        for i, at in joins.items():
-            if at == step:
-                sequences[i] = batch.join(requests[i])
+        now = [i for i, at in joins.items() if at == step]  # read together: their shared prefix once
+        sequences |= dict(zip(now, batch.join_all([requests[i] for i in now])))
         for i, sequence in sequences.items():
             if not sequence.finished:
                 logits[i].append(sequence.logits.clone())
@@ -74,10 +73,12 @@ def run_batch(lm, requests, joins: dict[int, int], leave: dict[int, int] | None 
     return {i: [g.token for g in s.steps] for i, s in sequences.items()}, logits
 
 
-def test_batched_tokens_and_logits_equal_each_request_alone(lm, requests, references):
+@pytest.mark.parametrize("joins", [{0: 0, 1: 0, 2: 3, 3: 5, 4: 9}, {0: 0, 1: 0, 2: 0, 3: 2, 4: 2}])
+def test_batched_tokens_and_logits_equal_each_request_alone(lm, requests, references, joins):
     """Mixed prompts, lengths, settings and join times: prompts of different lengths share steps, so every step
-    masks padding, and one request joins while another has already left."""
-    tokens, logits = run_batch(lm, requests, joins={0: 0, 1: 0, 2: 3, 3: 5, 4: 9})
+    masks padding; prompts joining together are read together, their chat template's system turn once; one
+    request joins while another has already left."""
+    tokens, logits = run_batch(lm, requests, joins)
     for i, (expected_tokens, expected_logits) in enumerate(references):
         assert tokens[i] == expected_tokens, f"request {i}"
         assert len(logits[i]) == len(expected_logits)
@@ -90,6 +91,16 @@ def test_a_request_leaving_mid_batch_changes_nothing_for_the_others(lm, requests
     assert tokens[1] == references[1][0][:3]  # it had its first three tokens, then left
     for i in (0, 2, 4):
         assert tokens[i] == references[i][0]
+
+
+def test_prompts_read_together_share_only_what_they_begin_with(lm, requests, references):
+    """A plain prompt (no chat template) joining with chat prompts: nothing shared, each read whole."""
+    plain = Request(tuple(lm.tokenizer.encode("The three primary colours are")), 8)
+    expected = alone(lm, plain)
+    tokens, logits = run_batch(lm, [plain] + requests[:2], joins={0: 0, 1: 0, 2: 0})
+    for i, (want_tokens, want_logits) in enumerate([expected] + references[:2]):
+        assert tokens[i] == want_tokens
+        assert max(float((a - b).abs().max()) for a, b in zip(logits[i], want_logits)) < 1e-4
 
 
 def test_greedy_requests_of_one_prompt_agree_and_ignore_eos_runs_on(lm, requests):

@@ -1,13 +1,15 @@
 """The compiled sampler (engine/transformer/sampler.py) against the torch TransformerLM it reimplements."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from engine.errors import InputError
 from engine.transformer import sampler
-from engine.transformer.model import (ModelConfig, TransformerLM, generate, load_checkpoint, outside_nucleus,
+from engine.transformer.model import (ModelConfig, TransformerLM, draw_next, generate, load_checkpoint, outside_nucleus,
                                      sampling_distribution)
 from engine.transformer.train import CHECKPOINTS
 
@@ -96,3 +98,21 @@ def test_the_nucleus_ranked_from_its_top_tokens_is_the_one_a_full_sort_gives(sca
     before = torch.cumsum(ranked, dim=-1) - ranked
     full = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
     assert torch.equal(outside_nucleus(probs, top_p), full)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(1.0, None, None), (0.7, 5, None), (1.3, None, 0.8),
+                                                       (0.9, 20, 0.9)])
+def test_draw_next_falls_where_its_uniform_number_does_and_follows_the_distribution(temperature, top_k, top_p):
+    """Each draw is the first token whose cumulative probability passes the generator's uniform number times the
+    total; over 20,000 draws every token's frequency is its probability, and a filtered-out token never comes."""
+    logits = torch.randn(1, 300, generator=torch.Generator().manual_seed(3)) * 2
+    generator, again = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    counts = torch.zeros(300)
+    for _ in range(20_000):
+        token, distribution = draw_next(logits, temperature, top_k, generator, top_p)
+        u = float(torch.rand(1, 1, generator=again)) * float(distribution.cumsum(-1)[0, -1])
+        assert int(token) == int((distribution.cumsum(-1)[0] <= u).sum())
+        counts[int(token)] += 1
+    expected = sampling_distribution(logits, temperature, top_k, top_p)[0]
+    assert counts[expected == 0].sum() == 0
+    assert (counts / 20_000 - expected).abs().max() < 4 * math.sqrt(0.25 / 20_000)  # four binomial sigmas at most

@@ -38,7 +38,7 @@ from engine.llm.generation import Generated, check_request
 from engine.llm.model import GGUF_PAIRING, Rope
 from engine.llm.smollm import SmolLM
 from engine.positions.rope import rope_cos_sin
-from engine.transformer.model import draw_next
+from engine.transformer.model import inverse_cdf, sampling_distribution
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
 MAX_TOKENS = 8192  # tokens of KV cache the batch may hold: 8,192 x 46 KB = 360 MiB for SmolLM2 in float32
@@ -225,29 +225,37 @@ class DecodeBatch:
     @torch.no_grad()
     def draw(self) -> list[tuple[Sequence, Generated]]:
         """Every sequence's next token, drawn from its latest logits with its own settings and generator; those
-        that end (<|im_end|> or their last token) leave the batch."""
-        drawn = [(sequence, self._draw(sequence)) for sequence in self.sequences]
-        for sequence, generated in drawn:
+        that end (<|im_end|> or their last token) leave the batch. Sequences with the same settings have their
+        distributions computed together (row by row the same numbers as one at a time: generation.stream's)."""
+        alike: dict[tuple, list[Sequence]] = {}
+        for sequence in self.sequences:
+            request = sequence.request
+            alike.setdefault((request.temperature, request.top_k, request.top_p), []).append(sequence)
+        drawn = {}
+        for (temperature, top_k, top_p), group in alike.items():
+            logits = torch.stack([sequence.logits for sequence in group])  # (n, V)
+            if temperature == 0:
+                tokens, distributions = logits.argmax(dim=-1, keepdim=True), F.softmax(logits.float(), dim=-1)
+            else:
+                distributions = sampling_distribution(logits, temperature, top_k, top_p)
+                tokens = torch.cat([inverse_cdf(distributions[i:i + 1], sequence.generator)
+                                    for i, sequence in enumerate(group)])  # (n, 1): each its own random numbers
+            for sequence, token, distribution in zip(group, tokens[:, 0].tolist(), distributions):
+                drawn[sequence] = Generated(token, float(distribution[token]))
+        in_order = [(sequence, drawn[sequence]) for sequence in self.sequences]
+        for sequence, generated in in_order:
             sequence.steps.append(generated)
             request = sequence.request
             if (generated.token == self.lm.tokenizer.eos_id and not request.ignore_eos
                     or len(sequence.steps) == request.max_new_tokens):
                 self.drop(sequence)
-        return drawn
+        return in_order
 
     @torch.no_grad()
     def advance(self) -> None:
         """One forward pass of every sequence's latest token together: their next logits."""
         if self.sequences:
             self._forward([sequence.steps[-1].token for sequence in self.sequences])
-
-    @staticmethod
-    def _draw(sequence: Sequence) -> Generated:
-        """stream's sampling for one sequence: the same functions on the same (1, V) logits."""
-        request, logits = sequence.request, sequence.logits[None]  # (1, V)
-        token, drawn_from = draw_next(logits, request.temperature, request.top_k, sequence.generator,
-                                      request.top_p)
-        return Generated(int(token), float(drawn_from[0, token]))
 
     def _forward(self, tokens: list[int]) -> None:
         """One decode step of the whole batch: tokens[i] is sequence i's newest token, at position its length."""

@@ -187,12 +187,18 @@ def draw_next(logits: torch.Tensor, temperature: float, top_k: int | None, gener
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True), F.softmax(logits.float(), dim=-1)
     distribution = sampling_distribution(logits, temperature, top_k, top_p)
+    return inverse_cdf(distribution, generator), distribution
+
+
+def inverse_cdf(distribution: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """(B, V) -> (B, 1): for each row one uniform number u from the generator, times the row's total, and the
+    first token whose cumulative probability passes u (so never one of probability 0)."""
     cdf = torch.cumsum(distribution, dim=-1)  # (B, V)
     uniform = torch.rand(cdf.shape[0], 1, generator=generator) * cdf[:, -1:]  # (B, 1) below the row's total
-    token = torch.searchsorted(cdf, uniform, right=True)  # the first token whose cdf passes u: its p is > 0
+    token = torch.searchsorted(cdf, uniform, right=True)
     # u within float rounding of the total would fall past the end: the row's last token of nonzero probability
     last = distribution.size(-1) - 1 - torch.argmax((distribution.flip(-1) > 0).to(torch.int8), dim=-1, keepdim=True)
-    return torch.minimum(token, last), distribution
+    return torch.minimum(token, last)
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None,

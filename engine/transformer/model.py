@@ -196,9 +196,12 @@ def inverse_cdf(distribution: torch.Tensor, generator: torch.Generator | None) -
     cdf = torch.cumsum(distribution, dim=-1)  # (B, V)
     uniform = torch.rand(cdf.shape[0], 1, generator=generator) * cdf[:, -1:]  # (B, 1) below the row's total
     token = torch.searchsorted(cdf, uniform, right=True)
-    # u within float rounding of the total would fall past the end: the row's last token of nonzero probability
-    last = distribution.size(-1) - 1 - torch.argmax((distribution.flip(-1) > 0).to(torch.int8), dim=-1, keepdim=True)
-    return torch.minimum(token, last)
+    if bool((token == distribution.size(-1)).any()) or not bool(distribution.gather(-1, token).all()):
+        # u within float rounding of the total fell past the end: the row's last token of nonzero probability
+        last = distribution.size(-1) - 1 - torch.argmax((distribution.flip(-1) > 0).to(torch.int8), dim=-1,
+                                                        keepdim=True)
+        token = torch.minimum(token, last)
+    return token
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None,

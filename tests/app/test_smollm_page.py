@@ -1,7 +1,10 @@
 """The SmolLM2 inside page read back against the engine, view by view, and without its file."""
 from __future__ import annotations
 
+import json
 import math
+import statistics
+from pathlib import Path
 
 import pytest
 import torch
@@ -36,6 +39,42 @@ def test_generate_streams_the_greedy_answer(lm):
     button(at, "Generate").click().run()
     assert_clean(at)
     assert at.code[0].value == "The capital of France is Paris.<|im_end|>"
+
+
+def test_generate_joins_the_servers_batch_and_says_how_many_decode_together(lm):
+    """Three other students' generations are running: the page says so, and its own answer, decoded in their
+    batch, is still the one generation.stream gives alone."""
+    from engine.llm.batching import Request
+    from ui.batching import batch_server
+
+    server = batch_server(lm)
+    busy = tuple(generation.prompt_ids(lm, "Count from one to fifty.")[0])
+    others = {f"student {s}": server.submit(Request(busy, 150, 1.0, seed=s, ignore_eos=True), f"student {s}")
+              for s in range(3)}
+    try:
+        while server.decoding < 3:
+            assert not any(t.done.wait(0.02) for t in others.values())
+        at = open_page("smollm", view="Generate", seed="7")  # a seed nobody generated with: Generate is offered
+        assert any("**3 decoding together**" in m.value for m in at.markdown)
+        button(at, "Generate").click().run()
+        assert_clean(at)
+        ids, _ = generation.prompt_ids(lm, "What is the capital of France?")
+        assert at.code[0].value == lm.tokenizer.decode([g.token for g in generation.stream(lm, ids, 60)])
+        assert all(t.state == "decoding" for t in others.values())  # they went on beside it
+    finally:
+        for student, ticket in others.items():
+            server.cancel(ticket, student)
+
+
+def test_the_batch_figure_reads_the_committed_benchmark_until_measured_here(lm):
+    at = open_page("smollm", view="Generate")
+    assert_clean(at)
+    throughput = trace(figures(at)["Throughput grows almost with the batch"])
+    rows = json.loads((Path(__file__).parents[2] / "benchmarks" / "results" / "llm.json").read_text())["batching"]
+    assert list(throughput["x"]) == [row["batch"] for row in rows["sizes"]] == [1, 2, 4, 8, 16, 32]
+    assert throughput["y"] == pytest.approx([row["batch"] / statistics.median(row["step_seconds"])
+                                             for row in rows["sizes"]])
+    assert any("by benchmarks/llm.py" in c.value for c in at.caption)
 
 
 def test_logit_lens_last_row_is_the_models_prediction(lm):

@@ -23,6 +23,7 @@ linearly with the length and the batch size).
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -41,7 +42,9 @@ from engine.positions.rope import rope_cos_sin
 from engine.transformer.model import inverse_cdf, sampling_distribution
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
-MAX_TOKENS = 8192  # tokens of KV cache the batch may hold: 8,192 x 46 KB = 360 MiB for SmolLM2 in float32
+# tokens of KV cache the batch may hold: 4,096 x 45 KiB = 180 MiB in float32, 32 requests of a short chat prompt
+# and 60 new tokens with room to spare; a class of 200 already peaks at 2.4 of a hosted server's 2.7 GB
+MAX_TOKENS = int(os.environ.get("HOW_LMS_BATCH_TOKENS", "4096"))
 PREFILL_TOKENS = 2048  # prompt positions read in one forward pass at most: (9 heads, T, T) scores stay small
 
 
@@ -296,25 +299,27 @@ class BatchTiming:
         return self.batch / self.median_step
 
 
-def time_batch_sizes(lm: SmolLM, sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), context: int = 48, steps: int = 5,
+def time_batch_sizes(lm: SmolLM, sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), context: int = 32, steps: int = 5,
                      progress: Callable[[float], None] = lambda done: None) -> list[BatchTiming]:
-    """One decode step of a batch of each size, timed `steps` times after one untimed step: every sequence a
-    copy of one random prompt of `context` tokens (read once), so that only the batch size changes."""
+    """One decode step of a batch of each size, the sizes in turn round after round (a burst of load on a shared
+    machine falls on all of them), `steps` timed rounds after one untimed: every sequence a copy of one random
+    prompt of `context` tokens (read once), so that only the batch size changes."""
     own_thread_count()  # measured in a job's thread: one core, as the batch's loop runs
     ids = tuple(torch.randint(lm.config.vocab_size, (context,), generator=torch.Generator().manual_seed(0)).tolist())
     request = Request(ids, steps + 1, ignore_eos=True)
-    timings = []
-    for done, size in enumerate(sizes):
+    batches = []
+    for size in sizes:
         batch = DecodeBatch(lm, max_sequences=size, max_tokens=size * request.tokens)
         first = batch.join(request)
         for _ in range(size - 1):
             batch.fork(first)
-        batch.step()  # untimed: the first step allocates what the others reuse
-        seconds = []
-        for _ in range(steps):
+        batches.append(batch)
+    seconds: list[list[float]] = [[] for _ in sizes]
+    for round_ in range(steps + 1):  # round 0 allocates what the others reuse: untimed
+        for batch, timed in zip(batches, seconds):
             start = time.perf_counter()
             batch.step()
-            seconds.append(time.perf_counter() - start)
-        timings.append(BatchTiming(size, seconds))
-        progress((done + 1) / len(sizes))
-    return timings
+            if round_:
+                timed.append(time.perf_counter() - start)
+        progress((round_ + 1) / (steps + 1))
+    return [BatchTiming(size, timed) for size, timed in zip(sizes, seconds)]

@@ -69,11 +69,13 @@ def test_generate_joins_the_servers_batch_and_says_how_many_decode_together(lm):
 def test_the_batch_figure_reads_the_committed_benchmark_until_measured_here(lm):
     at = open_page("smollm", view="Generate")
     assert_clean(at)
-    throughput = trace(figures(at)["Throughput grows almost with the batch"])
+    title, spec = next((t, f) for t, f in figures(at).items() if t.startswith("Tokens per second at a batch of 32"))
+    throughput = trace(spec)
     rows = json.loads((Path(__file__).parents[2] / "benchmarks" / "results" / "llm.json").read_text())["batching"]
     assert list(throughput["x"]) == [row["batch"] for row in rows["sizes"]] == [1, 2, 4, 8, 16, 32]
     assert throughput["y"] == pytest.approx([row["batch"] / statistics.median(row["step_seconds"])
                                              for row in rows["sizes"]])
+    assert title.endswith(f"{throughput['y'][-1] / throughput['y'][0]:.1f}× one request's")
     assert any("by benchmarks/llm.py" in c.value for c in at.caption)
 
 

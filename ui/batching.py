@@ -15,6 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine.errors import InputError
 from engine.llm import batching
 from engine.llm.batching import BatchTiming, Request, time_batch_sizes
 from engine.llm.generation import Generated
@@ -107,6 +108,8 @@ def generate(lm: SmolLM, settings: tuple, show: Callable[[list[Generated]], None
         server.cancel(ticket, session)
     bar.empty()
     if ticket.state == "failed":
+        if isinstance(ticket.error, InputError):  # the server's line was full when the batch had to start again
+            raise InputError(*ticket.error.args)
         raise queued.JobFailed(f"Generating failed on the server ({type(ticket.error).__name__}: {ticket.error}). "
                                "Other students' generations go on; press the button again to retry.") from ticket.error
     return list(ticket.steps)

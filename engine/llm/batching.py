@@ -1,20 +1,22 @@
 """Continuous batching: many generations decoded together, one forward pass of every live sequence a step.
 
 A decode step against the KV cache does little arithmetic per weight it reads (one token's row times each
-matrix), so on a CPU it is bound by reading SmolLM2's 540 MB of float32 weights. Stacking the new tokens of B
-sequences into one (B, 1) batch reads the weights once for all of them: the step costs little more and yields B
-tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots). Sequences join between steps (their prompt
-read alone, as generation.stream reads it) and leave as soon as they end, so nobody waits for a whole batch.
+matrix), so on a CPU one sequence alone is bound by reading SmolLM2's 540 MB of float32 weights. Stacking the
+new tokens of B sequences into one (B, 1) batch reads the weights once for all of them: here a step of 32 costs
+about 3.4 steps of one and yields 32 tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots).
+Sequences join between steps and leave as soon as they end, so nobody waits for a whole batch to finish.
+Prompts joining together are read in one forward pass, the prefix they share (the chat template's system turn)
+once.
 
-Layout: ragged. Each sequence keeps its own cache, one (K, V) per layer, each (g, capacity, d) allocated when it
-joins for its prompt plus its new tokens, and filled in place (no concatenation per step). The batched step runs
-every matrix on the (B, 1, C) stack and attention per sequence over its own filled length: no padding, so
-nothing to mask and no memory spent on it, and each sequence reads only its own keys (002 §2: examples across
-the batch never "talk" to each other). The price is a short Python loop per layer over the sequences.
+Layout: each sequence owns its cache, (layers, capacity, g, d) for K and for V, allocated when it joins for its
+prompt plus its new tokens and filled in place. A step runs every matrix on the (B, 1, C) stack, each sequence
+with its own RoPE angle; attention, per layer, over the sequences' caches padded into one stack, the padding
+masked out of the scores, so each sequence reads only its own keys (002 §2: examples across the batch never
+"talk" to each other). A padded pool instead of the copy per step would cost B times the longest sequence.
 
 Exactness: a sequence's tokens are those generation.stream gives it alone, greedy or sampled (each sequence
-draws from its own torch.Generator seeded as stream seeds one), and its logits agree with stream's within
-float32 rounding: only the matrices' row count differs.
+draws with its own torch.Generator seeded as stream seeds one), and its logits agree with stream's within
+float32 rounding: only the matrices' row counts and the order of a few sums differ.
 
 Memory: every sequence's cache is counted in tokens when it joins (prompt + new tokens, the most it can hold);
 `fits` refuses one that would take the batch past `max_tokens` or `max_sequences` (002 §2.5: the cache grows

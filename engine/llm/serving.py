@@ -89,8 +89,23 @@ class BatchServer:
                 start, self._looping = not self._looping, True
             ticket.watchers.add(watcher)
         if start:
-            self._start(self.loop)
+            self._start_loop()
         return ticket
+
+    def _start_loop(self) -> None:
+        """Start the loop. If it cannot be (the app's line of jobs is full), the requests waiting for it fail with
+        the reason, which is raised again, and the next request tries afresh."""
+        try:
+            self._start(self.loop)
+        except Exception as error:  # noqa: BLE001  (handed to the requests that waited for the loop)
+            with self._lock:
+                self._looping = False
+                for ticket in self._waiting:
+                    self._forget(ticket)
+                    ticket.error = error
+                    self._finish(ticket, "failed")
+                self._waiting.clear()
+            raise
 
     def cancel(self, ticket: Ticket, watcher) -> None:
         """The watcher no longer waits: a ticket left alone leaves the line now, or the batch at the next step."""
@@ -138,7 +153,7 @@ class BatchServer:
                 self._join(joining)
             self._step()
         if again:
-            self._start(self.loop)
+            self._start_loop()
 
     def _join(self, tickets: list[Ticket]) -> None:
         """Read the tickets' prompts (together, outside the lock); if that fails, each alone, so that a request

@@ -190,3 +190,21 @@ def test_a_line_past_its_bound_refuses_new_requests(lm, requests):
     server.submit(requests[0], "c")  # joining an existing request adds no work
     with pytest.raises(InputError, match="already wait"):
         server.submit(requests[2], "d")
+
+
+def test_a_loop_that_cannot_start_refuses_its_waiting_requests_and_the_next_one_starts_it(lm, requests):
+    """The app's line of jobs full when the batch must start: the request is refused with the line's message,
+    and a later request starts the loop as usual."""
+    full = [True]
+
+    def start(loop):
+        if full[0]:
+            raise InputError("The server already has 64 heavy jobs waiting")
+        threading.Thread(target=loop, daemon=True).start()
+    server = BatchServer(lm, start=start)
+    with pytest.raises(InputError, match="64 heavy jobs"):
+        server.submit(requests[0], "a")
+    assert server.waiting == 0
+    full[0] = False
+    ticket = server.submit(requests[3], "b")
+    assert ticket.done.wait(60) and ticket.state == "done"

@@ -114,7 +114,8 @@ def decode_row(lm, hf, threads: int, new_tokens: int, repeats: int) -> dict:
             ours, theirs = ours_first, theirs_first
             cache = copy.deepcopy(theirs_first.cache)  # transformers' cache grows in place: each round copies it
             batch = DecodeBatch(lm)  # the server's batch with one sequence: its step draws (softmax) and runs
-            alone = batch.join(Request(tuple(prompt[0].tolist()), new_tokens, ignore_eos=True))
+            # one token more than timed: its last token would end it in draw(), before a forward pass
+            alone = batch.join(Request(tuple(prompt[0].tolist()), new_tokens + 1, ignore_eos=True))
             ours_tokens, theirs_tokens = [], []
             for _ in range(new_tokens):
                 start = time.perf_counter()
@@ -134,7 +135,7 @@ def decode_row(lm, hf, threads: int, new_tokens: int, repeats: int) -> dict:
     row["ratio"], row["ratio_spread"] = summary([t / o for o, t in zip(ours_s[1:], theirs_s[1:])], 3)
     row["batched_alone_ratio"], row["batched_alone_ratio_spread"] = summary(
         [t / b for b, t in zip(batched_s[1:], theirs_s[1:])], 3)
-    row["same_tokens"] = ours_tokens == theirs_tokens == [g.token for g in alone.steps]
+    row["same_tokens"] = ours_tokens == theirs_tokens == [g.token for g in alone.steps[:new_tokens]]
     return row
 
 

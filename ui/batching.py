@@ -18,7 +18,7 @@ import streamlit as st
 from engine.errors import InputError
 from engine.llm import batching
 from engine.llm.batching import BatchTiming, Request, time_batch_sizes
-from engine.llm.generation import Generated
+from engine.llm.generation import MAX_NEW_TOKENS, Generated
 from engine.llm.serving import BatchServer, Ticket
 from engine.llm.smollm import SmolLM
 from ui import figures, queued
@@ -28,6 +28,7 @@ from ui.measured import shared_timing
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "llm.json"
 SIZES = (1, 2, 4, 8, 16, 32)
 TIMED_STEPS = 5
+DRAIN_S = MAX_NEW_TOKENS * 0.25  # a full batch's step is about 0.2 s on one core
 
 
 class _InTheLine:
@@ -38,7 +39,10 @@ class _InTheLine:
 
     def __call__(self, loop: Callable[..., None]) -> None:
         owner = f"decode-batch-{next(self._loops)}"  # a job of its own each time: nobody else leaves it
-        self.job = self.queue.submit(owner, "generate-batch", owner, lambda report: loop(self.queue.has_waiting))
+        # a loop lasts as long as students keep generating, so no duration of one predicts the next; what the line
+        # estimates for jobs behind it is the longest a batch takes to drain once it stops letting people in
+        self.job = self.queue.submit(owner, "generate-batch", owner, lambda report: loop(self.queue.has_waiting),
+                                     estimate=DRAIN_S, averaged=False)
 
     def waiting_place(self) -> str | None:
         """ "2nd in line…" while the loop's job waits for the line, else None."""
@@ -83,7 +87,7 @@ def _status(server: BatchServer, ticket: Ticket) -> tuple[float, str]:
         return 0.0, (f"{ordinal(place)} in line for the batch ({cap}{batch.tokens_held:,} tokens held by "
                      f"{server.decoding} generations). Changing a control leaves the line.")
     n, most = len(ticket.steps), ticket.request.max_new_tokens
-    others = server.decoding - 1
+    others = server.decoding - (ticket.state == "decoding")  # while its prompt is read, it is not counted yet
     company = f"in one batch with {others} other generation{'s' * (others != 1)}" if others > 0 else "alone"
     return n / most, f"Generating {company}: token {n} of at most {most}"
 
@@ -91,10 +95,10 @@ def _status(server: BatchServer, ticket: Ticket) -> tuple[float, str]:
 def generate(lm: SmolLM, settings: tuple, show: Callable[[list[Generated]], None],
              count: Callable[[str], None]) -> list[Generated]:
     """The page's settings generated in the server's batch: show(tokens so far) as they come, count(how many the
-    batch decodes) as it changes; the tokens once done. Refused settings raise InputError for page.guard."""
+    batch decodes) at every redraw; the tokens once done. Refused settings raise InputError for page.guard."""
     server, session = batch_server(lm), queued.this_session()
+    bar, shown, first = st.empty(), -1, True  # before submitting: drawing it is where a left session's run ends
     ticket = server.submit(request_of(settings), session)
-    bar, shown, first = st.empty(), -1, True
     try:
         while not ticket.done.wait(0 if first else queued.TICK):
             first = False
@@ -119,11 +123,11 @@ def _committed() -> tuple[list[BatchTiming], str] | None:
     """The batch sizes benchmarks/llm.py timed, with where and when, or None without that file or section."""
     try:
         result = json.loads(RESULTS.read_text())
-        rows = result["batching"]["sizes"]
-    except (OSError, KeyError, ValueError):
+        timings = [BatchTiming(row["batch"], row["step_seconds"]) for row in result["batching"]["sizes"]]
+        return timings, (f"measured {result['date'][:16].replace('T', ' ')} UTC by benchmarks/llm.py on "
+                         f"{result['device']}")
+    except (OSError, KeyError, TypeError, ValueError):
         return None
-    timings = [BatchTiming(row["batch"], row["step_seconds"]) for row in rows]
-    return timings, f"measured {result['date'][:16].replace('T', ' ')} UTC by benchmarks/llm.py on {result['device']}"
 
 
 def class_figure(lm: SmolLM) -> None:

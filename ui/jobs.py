@@ -69,6 +69,7 @@ class Job:
     key: Hashable  # the request: identical keys share one job
     work: Callable[[Report], Any]
     estimate: float | None = None  # seconds, guessed by the page until a job of this kind has finished
+    averaged: bool = True  # False: its duration says nothing of the next one's (the batch's loop), its estimate does
     waiters: set[Hashable] = field(default_factory=set)  # sessions waiting on it
     state: str = "queued"  # queued, running, done, failed, dropped
     progress: Progress = Progress()
@@ -100,7 +101,7 @@ class JobQueue:
             threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True).start()
 
     def submit(self, session: Hashable, kind: str, key: Hashable, work: Callable[[Report], Any],
-               estimate: float | None = None) -> Job:
+               estimate: float | None = None, averaged: bool = True) -> Job:
         """The job for (kind, key), joined if it is queued or running, else put at the end of the line. The
         session leaves any other job it waited on. Raises QueueFull when a new job would not fit."""
         with self._lock:
@@ -112,7 +113,7 @@ class JobQueue:
                 if len(self._line) >= self.waiting:
                     raise QueueFull(f"The server already has {len(self._line)} heavy jobs waiting, its limit: try "
                                     "again in a minute. Settings someone else is running now share their run.")
-                job = Job(kind, key, work, estimate)
+                job = Job(kind, key, work, estimate, averaged)
                 self._line.append(job)
                 self._by_key[(kind, key)] = job
                 self._lock.notify()
@@ -151,7 +152,8 @@ class JobQueue:
 
     def has_waiting(self) -> bool:
         """Whether any job waits in line (a long-running job can then step aside: ui/batching.py)."""
-        return bool(self._line)
+        with self._lock:
+            return bool(self._line)
 
     def _start_in(self, ahead: int) -> float | None:
         """Each free worker takes the next job in line: when does the worker for the (ahead+1)th become free?"""
@@ -169,7 +171,7 @@ class JobQueue:
         return free[0]
 
     def _expected(self, job: Job) -> float | None:
-        return self._mean.get(job.kind, job.estimate)
+        return self._mean.get(job.kind, job.estimate) if job.averaged else job.estimate
 
     def _remaining(self, job: Job, now: float) -> float | None:
         elapsed, fraction = now - job.started, job.progress.fraction
@@ -201,7 +203,7 @@ class JobQueue:
             self._running.discard(job)
             if self._by_key.get((job.kind, job.key)) is job:
                 del self._by_key[(job.kind, job.key)]
-            if error is None and not job.stop.is_set():  # a stopped run says nothing about a whole one's time
+            if error is None and not job.stop.is_set() and job.averaged:  # a stopped run says nothing of a whole one
                 seconds, mean = time.monotonic() - job.started, self._mean.get(job.kind)
                 self._mean[job.kind] = seconds if mean is None else (1 - SMOOTHING) * mean + SMOOTHING * seconds
             job.result, job.error, job.state = result, error, "done" if error is None else "failed"

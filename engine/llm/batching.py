@@ -14,9 +14,11 @@ with its own RoPE angle; attention, per layer, over the sequences' caches padded
 masked out of the scores, so each sequence reads only its own keys (002 §2: examples across the batch never
 "talk" to each other). A padded pool instead of the copy per step would cost B times the longest sequence.
 
-Exactness: a sequence's tokens are those generation.stream gives it alone, greedy or sampled (each sequence
-draws with its own torch.Generator seeded as stream seeds one), and its logits agree with stream's within
-float32 rounding: only the matrices' row counts and the order of a few sums differ.
+Exactness: a sequence's logits agree with generation.stream's alone within float32 rounding (only the matrices'
+row counts and the order of a few sums differ), and so do its tokens, greedy or sampled (each sequence draws
+with its own torch.Generator seeded as stream seeds one), unless that rounding tips a near-tie: two logits
+within a few 1e-7 of each other, a uniform number on a cumulative probability, or probabilities tied exactly at
+a nucleus's edge.
 
 Memory: every sequence's cache is counted in tokens when it joins (prompt + new tokens, the most it can hold);
 `fits` refuses one that would take the batch past `max_tokens` or `max_sequences` (002 §2.5: the cache grows
@@ -86,7 +88,7 @@ class Sequence:
     finished: bool = False
 
 
-class _Gathered:
+class _Padded:
     """One layer's view of the batch for LlamaAttention.
 
     A sequence alone writes its new key and value into its cache and attends over the cache itself: nothing is
@@ -100,7 +102,7 @@ class _Gathered:
         self.sequences, self.layer, self.padding, self.new = sequences, layer, padding, new
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """q (B, H, 1, d), k and v (B, g, 1, d) after RoPE -> (B, H, 1, d)."""
+        """q (B, H, 1, d) and k (B, g, 1, d) after RoPE, v (B, g, 1, d) -> (B, H, 1, d)."""
         B, H, _, d = q.shape
         g = k.shape[1]
         q = q.reshape(B, g, H // g, d)  # a group's query heads stacked as rows against its one K
@@ -217,8 +219,9 @@ class DecodeBatch:
         return copy
 
     def drop(self, sequence: Sequence) -> None:
-        """Take a sequence out (finished or cancelled): its cache is freed with it."""
+        """Take a sequence out (finished or cancelled) and free its cache; its tokens stay."""
         sequence.finished = True
+        sequence.keys = sequence.values = torch.empty(0)
         self.sequences.remove(sequence)
 
     def step(self) -> list[tuple[Sequence, Generated]]:
@@ -275,7 +278,7 @@ class DecodeBatch:
             padding = ((longest[None] >= positions[:, None]) & (longest[None] < positions.max()))[:, None, None]
         new = {"keys": [], "values": []}  # several sequences: each layer's new (B, g, d), written afterwards
         for layer, block in enumerate(model.blocks):
-            x, _ = block(x, rope, _Gathered(self.sequences, layer, padding, new), None, layer)
+            x, _ = block(x, rope, _Padded(self.sequences, layer, padding, new), None, layer)
         logits = model.unembed(x[:, -1])  # (B, V)
         if new["keys"]:
             new_keys, new_values = torch.stack(new["keys"]), torch.stack(new["values"])  # (layers, B, g, d)
@@ -308,7 +311,7 @@ def time_batch_sizes(lm: SmolLM, sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), 
     prompt of `context` tokens (read once), so that only the batch size changes."""
     own_thread_count()  # measured in a job's thread: one core, as the batch's loop runs
     ids = tuple(torch.randint(lm.config.vocab_size, (context,), generator=torch.Generator().manual_seed(0)).tolist())
-    request = Request(ids, steps + 1, ignore_eos=True)
+    request = Request(ids, steps + 2, ignore_eos=True)  # its last token would end it in draw(), with no forward
     batches = []
     for size in sizes:
         batch = DecodeBatch(lm, max_sequences=size, max_tokens=size * request.tokens)

@@ -65,8 +65,8 @@ class LlamaAttention(nn.Module):
         self.W_v = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, bias=False)
         self.W_o = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, rope: Rope, cache: tuple[torch.Tensor, torch.Tensor] | None,
-                capture: Capture | None, layer: int):
+    def forward(self, x: torch.Tensor, rope: Rope, cache, capture: Capture | None, layer: int):
+        """cache: None, this layer's (K, V) (B, g, t, d), or a batch's view with attend(q, k, v) (batching.py)."""
         B, T, C = x.shape
         q = self.W_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
         k = self.W_k(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, g, T, d)

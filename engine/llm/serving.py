@@ -60,7 +60,7 @@ class BatchServer:
         self._waiting: deque[Ticket] = deque()
         self._decoding: dict[Sequence, Ticket] = {}
         self._shared: dict[Request, Ticket] = {}  # waiting or decoding tickets, by request
-        self._cancelled: set[Ticket] = set()  # decoding tickets nobody watches any more
+        self._cancelled: set[Ticket] = set()  # joining or decoding tickets nobody watches any more
         self._looping = False  # a loop is started or about to start
 
     @property
@@ -127,9 +127,29 @@ class BatchServer:
             return self._waiting.index(ticket) + 1 if ticket.state == "waiting" else 0
 
     def loop(self, yielding: Callable[[], bool] = lambda: False) -> None:
-        """Decode until no request is left; with `yielding` true, let nobody new join and end once the batch is
-        empty, starting again (behind the other work) if requests still wait."""
+        """Decode until no request is left. With `yielding` true, let nobody new join once the requests waiting
+        when this loop began have joined, and end once the batch is empty, starting again (behind the other work)
+        if requests still wait: each turn serves at least the line it found, so steady other work cannot starve
+        it."""
         own_thread_count()  # the loop's thread is new: its matrix products would otherwise spread over every core
+        try:
+            again = self._serve(yielding)
+        except BaseException as error:  # the loop itself broke: nobody must wait for a loop that is gone
+            with self._lock:
+                self._looping = False
+                self.batch.sequences.clear()
+                for ticket in [*self._waiting, *self._decoding.values()]:
+                    self._forget(ticket)
+                    ticket.error = error
+                    self._finish(ticket, "failed")
+                self._waiting.clear(), self._decoding.clear(), self._cancelled.clear()
+            raise
+        if again:
+            self._start_loop()
+
+    def _serve(self, yielding: Callable[[], bool]) -> bool:
+        """The loop's steps; whether requests still wait when it ends."""
+        fresh = True  # this turn's first admission: whoever waits now joins, other work or not
         while True:
             with self._lock:
                 for ticket in self._cancelled:
@@ -139,21 +159,19 @@ class BatchServer:
                         self._finish(ticket, "cancelled")
                 self._cancelled.clear()
                 joining = []
-                stepping_aside = bool(self._waiting) and yielding()
+                stepping_aside = bool(self._waiting) and not fresh and yielding()
                 # first come first served: nobody overtakes the head of the line, however small
                 while (self._waiting and not stepping_aside
                        and self.batch.fits([t.request for t in joining] + [self._waiting[0].request])):
                     joining.append(self._waiting.popleft())
                     joining[-1].state = "joining"
+                fresh = False
                 if not joining and not self._decoding:
-                    again = bool(self._waiting)
-                    self._looping = again
-                    break
+                    self._looping = bool(self._waiting)
+                    return self._looping
             if joining:
                 self._join(joining)
             self._step()
-        if again:
-            self._start_loop()
 
     def _join(self, tickets: list[Ticket]) -> None:
         """Read the tickets' prompts (together, outside the lock); if that fails, each alone, so that a request

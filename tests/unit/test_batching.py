@@ -3,13 +3,14 @@ serving.py): every request's tokens are generation.stream's, its logits the sing
 whatever else shares the batch and whenever it joins or leaves; the caps, the line and the refusals."""
 import math
 import threading
+import time
 
 import pytest
 import torch
 
 from engine.errors import InputError
 from engine.llm import files, generation
-from engine.llm.batching import DecodeBatch, Request, cache_bytes_per_token
+from engine.llm.batching import DecodeBatch, Request, cache_bytes_per_token, time_batch_sizes
 from engine.llm.serving import BatchServer
 from engine.llm.smollm import load
 
@@ -151,8 +152,7 @@ def test_a_bad_request_is_refused_alone_and_the_batch_goes_on(lm, requests, refe
     assert [g.token for g in good.steps] == references[3][0]
 
 
-def test_the_server_queues_past_its_caps_shares_identical_requests_and_frees_a_cancelled_slot(lm, requests,
-                                                                                          references):
+def test_the_server_queues_past_its_caps_shares_requests_and_frees_a_cancelled_slot(lm, requests, references):
     """Two sequences at most: the third and fourth requests wait with their places; a copy of the first shares
     its ticket; cancelling the second frees its slot at the next step, and everyone else still gets their own
     run's tokens."""
@@ -172,8 +172,9 @@ def test_the_server_queues_past_its_caps_shares_identical_requests_and_frees_a_c
     server.cancel(fourth, "d")
     assert fourth.state == "cancelled" and server.place(third) == 3
     gate.set()
+    deadline = time.monotonic() + 60
     while len(second.steps) < 2:
-        assert not second.done.wait(0.01)
+        assert time.monotonic() < deadline and not second.done.wait(0.01)
     assert server.place(third) == 1 and server.decoding == 2
     server.cancel(second, "b")
     assert third.done.wait(60) and first.done.wait(60)
@@ -208,3 +209,31 @@ def test_a_loop_that_cannot_start_refuses_its_waiting_requests_and_the_next_one_
     full[0] = False
     ticket = server.submit(requests[3], "b")
     assert ticket.done.wait(60) and ticket.state == "done"
+
+
+def test_a_loop_stepping_aside_for_other_work_still_serves_the_line_it_found(lm, requests, references):
+    """Other heavy work always waiting: each turn of the loop lets in whoever waited when it began, lets nobody
+    else in, and ends; the next turn, started behind that work, serves the rest. Nobody waits for ever."""
+    gate, turns = threading.Event(), []
+
+    def start(loop):
+        turns.append(loop)
+        threading.Thread(target=lambda: (gate.wait(), loop(lambda: True)), daemon=True).start()
+    server = BatchServer(lm, start=start)
+    first, second = server.submit(requests[0], "a"), server.submit(requests[3], "b")
+    gate.set()
+    deadline = time.monotonic() + 60
+    while not first.steps:
+        assert time.monotonic() < deadline and not first.done.wait(0.01)
+    late = server.submit(requests[2], "c")  # arrives while the first turn decodes: it waits for the next turn
+    assert late.done.wait(60) and first.done.wait(60) and second.done.wait(60)
+    assert late.first_token > max(first.finished, second.finished) and len(turns) == 2
+    assert [[g.token for g in t.steps] for t in (first, second, late)] == [references[i][0] for i in (0, 3, 2)]
+
+
+def test_batch_sizes_are_timed_on_steps_that_run_the_model(lm):
+    """Every timed step runs a forward pass (a step whose tokens all end the sequences would not): none is far
+    below its size's median, and tokens per second is the batch over the median step."""
+    for timing in time_batch_sizes(lm, sizes=(1, 2), context=8, steps=3):
+        assert len(timing.step_seconds) == 3 and min(timing.step_seconds) > 0.3 * timing.median_step
+        assert timing.tokens_per_second == pytest.approx(timing.batch / timing.median_step)

@@ -3,7 +3,7 @@
 A decode step against the KV cache does little arithmetic per weight it reads (one token's row times each
 matrix), so on a CPU one sequence alone is bound by reading SmolLM2's 540 MB of float32 weights. Stacking the
 new tokens of B sequences into one (B, 1) batch reads the weights once for all of them: here a step of 32 costs
-about 3.3 steps of one and yields 32 tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots).
+about 3.5 steps of one and yields 32 tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots).
 Sequences join between steps and leave as soon as they end, so nobody waits for a whole batch to finish.
 Prompts joining together are read in one forward pass, the prefix they share (the chat template's system turn)
 once.

@@ -160,8 +160,8 @@ def class_figure(lm: SmolLM) -> None:
     st.caption(
         f"Timings {label}. A decode step reads all of SmolLM2's weights (540 MB in float32) to do one row of "
         "arithmetic per matrix: one request alone is bound by that read. Batched, the weights are read once per "
-        "step for every request in it, so the step costs little more and yields a token for each. What the batch "
-        f"cannot share is the KV cache: each request keeps its own, {per_token / 1024:.0f} KiB a token, growing "
+        "step for every request in it, so a step of many costs a few of one and yields a token for each. What the "
+        f"batch cannot share is the KV cache: each request keeps its own, {per_token / 1024:.0f} KiB a token, growing "
         "with its length, and the batch's caches with the batch too (002 §2.5); this server caps them at "
         f"{batching.MAX_TOKENS:,} tokens ({batching.MAX_TOKENS * per_token / 2**20:.0f} MiB) and "
         f"{batching.MAX_SEQUENCES} generations, and a request past the cap waits for a place.")

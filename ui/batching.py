@@ -15,7 +15,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.errors import InputError
 from engine.llm import batching
 from engine.llm.batching import BatchTiming, Request, time_batch_sizes
 from engine.llm.generation import MAX_NEW_TOKENS, Generated
@@ -111,16 +110,15 @@ def generate(lm: SmolLM, settings: tuple, show: Callable[[list[Generated]], None
     finally:
         server.cancel(ticket, session)
     bar.empty()
-    if ticket.state == "failed":
-        if isinstance(ticket.error, InputError):  # the server's line was full when the batch had to start again
-            raise InputError(*ticket.error.args)
-        raise queued.JobFailed(f"Generating failed on the server ({type(ticket.error).__name__}: {ticket.error}). "
-                               "Other students' generations go on; press the button again to retry.") from ticket.error
+    if ticket.state == "failed":  # e.g. the server's line was full when the batch had to start again
+        queued.raise_failure(ticket.error, "Generating")
     return list(ticket.steps)
 
 
+@st.cache_data(show_spinner=False)
 def _committed() -> tuple[list[BatchTiming], str] | None:
-    """The batch sizes benchmarks/llm.py timed, with where and when, or None without that file or section."""
+    """The batch sizes benchmarks/llm.py timed, with where and when, or None without that file or section: read
+    once per server, not at every rerun of the Generate view."""
     try:
         result = json.loads(RESULTS.read_text())
         timings = [BatchTiming(row["batch"], row["step_seconds"]) for row in result["batching"]["sizes"]]

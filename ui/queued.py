@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -112,10 +112,16 @@ def outside_a_page(kind: str, key: Hashable, work: Callable[[Report], Any], owne
 def outcome(job: Job, what: str) -> Any:
     """The finished job's result, or its failure raised in this session alone."""
     if job.state == "failed":
-        if isinstance(job.error, InputError | ModelFileError):  # messages for the page: page.guard, app.py
-            raise type(job.error)(*job.error.args)  # a fresh copy: each waiter's thread raises its own
-        raise JobFailed(f"{what} failed on the server ({type(job.error).__name__}: {job.error}). Other "
-                        "students' work goes on; press the button again to retry.") from job.error
+        raise_failure(job.error, what)
     if job.state == "dropped":
         raise InputError(f"{what} was taken out of the line as the server shut it down: press the button again.")
     return job.result
+
+
+def raise_failure(error: BaseException, what: str) -> NoReturn:
+    """Raise a failure of shared work in this session alone: bad input and a missing or damaged file as messages
+    for the page (page.guard, app.py), anything else as JobFailed."""
+    if isinstance(error, InputError | ModelFileError):
+        raise type(error)(*error.args)  # a fresh copy: each waiter's thread raises its own
+    raise JobFailed(f"{what} failed on the server ({type(error).__name__}: {error}). Other students' work goes on; "
+                    "press the button again to retry.") from error

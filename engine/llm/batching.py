@@ -43,7 +43,7 @@ from engine.llm.generation import Generated, check_request
 from engine.llm.model import GGUF_PAIRING, Rope
 from engine.llm.smollm import SmolLM
 from engine.positions.rope import rope_cos_sin
-from engine.transformer.model import inverse_cdf, sampling_distribution
+from engine.transformer.model import draw_next
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
 # tokens of KV cache the batch may hold: 4,096 x 45 KiB = 180 MiB in float32, 32 requests of a short chat prompt
@@ -242,12 +242,7 @@ class DecodeBatch:
         drawn = {}
         for (temperature, top_k, top_p), group in alike.items():
             logits = torch.stack([sequence.logits for sequence in group])  # (n, V)
-            if temperature == 0:
-                tokens, distributions = logits.argmax(dim=-1, keepdim=True), F.softmax(logits.float(), dim=-1)
-            else:
-                distributions = sampling_distribution(logits, temperature, top_k, top_p)
-                tokens = torch.cat([inverse_cdf(distributions[i:i + 1], sequence.generator)
-                                    for i, sequence in enumerate(group)])  # (n, 1): each its own random numbers
+            tokens, distributions = draw_next(logits, temperature, top_k, [s.generator for s in group], top_p)
             for sequence, token, distribution in zip(group, tokens[:, 0].tolist(), distributions):
                 drawn[sequence] = Generated(token, float(distribution[token]))
         in_order = [(sequence, drawn[sequence]) for sequence in self.sequences]

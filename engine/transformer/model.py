@@ -176,10 +176,11 @@ def outside_nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
 
 
-def draw_next(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None,
+def draw_next(logits: torch.Tensor, temperature: float, top_k: int | None,
+              generator: torch.Generator | list[torch.Generator] | None,
               top_p: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """A token (B, 1) drawn from sampling_distribution, and that distribution (B, V); greedy at temperature 0,
-    the distribution then softmax(logits).
+    the distribution then softmax(logits). `generator` is one for all rows, or one per row (inverse_cdf).
 
     One uniform number per row from the generator, and the token where it falls in the cumulative distribution
     (inverse CDF), as engine/transformer/sampler.py draws: torch.multinomial scans a 49,152-word row in 1 ms, ten
@@ -190,11 +191,17 @@ def draw_next(logits: torch.Tensor, temperature: float, top_k: int | None, gener
     return inverse_cdf(distribution, generator), distribution
 
 
-def inverse_cdf(distribution: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """(B, V) -> (B, 1): for each row one uniform number u from the generator, times the row's total, and the
-    first token whose cumulative probability passes u (so never one of probability 0)."""
+def inverse_cdf(distribution: torch.Tensor, generator: torch.Generator | list[torch.Generator] | None
+                ) -> torch.Tensor:
+    """(B, V) -> (B, 1): for each row one uniform number u from the generator (or from the row's own, given one
+    per row), times the row's total, and the first token whose cumulative probability passes u (so never one of
+    probability 0)."""
     cdf = torch.cumsum(distribution, dim=-1)  # (B, V)
-    uniform = torch.rand(cdf.shape[0], 1, generator=generator) * cdf[:, -1:]  # (B, 1) below the row's total
+    if isinstance(generator, list):
+        uniform = torch.cat([torch.rand(1, 1, generator=g) for g in generator])  # (B, 1)
+    else:
+        uniform = torch.rand(cdf.shape[0], 1, generator=generator)
+    uniform = uniform * cdf[:, -1:]  # below the row's total
     token = torch.searchsorted(cdf, uniform, right=True)
     if bool((token == distribution.size(-1)).any()) or not bool(distribution.gather(-1, token).all()):
         # u within float rounding of the total fell past the end: the row's last token of nonzero probability

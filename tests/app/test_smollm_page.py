@@ -49,7 +49,7 @@ def test_generate_joins_the_servers_batch_and_says_how_many_decode_together(lm):
 
     server = batch_server(lm)
     busy = tuple(generation.prompt_ids(lm, "Count from one to fifty.")[0])
-    others = {f"student {s}": server.submit(Request(busy, 150, 1.0, seed=s, ignore_eos=True), f"student {s}")
+    others = {f"student {s}": server.submit(Request(busy, 200, 1.0, seed=s, ignore_eos=True), f"student {s}")
               for s in range(3)}
     try:
         while server.decoding < 3:

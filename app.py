@@ -11,6 +11,7 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
     with st.spinner("Starting up: importing torch and the engine, once per server (about 5 s)…"):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
+from ui.code import code_view, finish
 from ui.frame import lecture_requested, lecture_toggle, navigation_pages, tour_bar
 from ui.pace import paced
 from ui.page import enter_page, flag_unknown_params
@@ -29,4 +30,7 @@ with paced():  # a session rerunning without pause waits between its runs, not t
         page.run()
     except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works
         st.error(str(error), icon=":material/broken_image:")
+    finally:
+        recorded = finish()
+code_view(recorded)  # not reached when the page stopped: a refused state has no code
 flag_unknown_params()

@@ -18,6 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
+from ui import code
 from ui.catalog import BY_SLUG, SOURCE_CODES
 from ui.figures import lecture_mode
 from ui.tours import STOP_PARAM, TOUR_PARAM
@@ -59,6 +60,7 @@ class Page:
         self._notices = st.container()
         st.session_state.setdefault(BOUND_PARAMS, set())
         st.session_state.setdefault(DRAWN_PARAMS, set())
+        self.code = code.begin(self.info)  # the run's engine calls, for the Code view (ui/code.py)
 
     def intro(self, text: str) -> None:
         """The page's opening paragraph; behind a button in lecture mode, so the first figure fits the screen."""
@@ -77,6 +79,7 @@ class Page:
         raw = st.query_params.get(name)
         with where if where is not None else contextlib.nullcontext():
             value = widget(*args, key=name, bind="query-params", **kwargs)
+        code.recipe().setting(name, value, args[0])
         st.session_state[BOUND_PARAMS].add(name)
         st.session_state[DRAWN_PARAMS].add(name)
         if raw is not None and not _denotes(raw, value):  # refused, or taken in part (5.5 as 5)
@@ -94,6 +97,7 @@ class Page:
                 # Streamlit refuses to delete it: then it stays in the URL, and the notice says it is not used
                 with contextlib.suppress(StreamlitAPIException):
                     del st.query_params[name]
+            code.recipe().setting(name, low, label)
             return low
         # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
         # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default
@@ -122,6 +126,7 @@ class Page:
     def refuse(self, message: str) -> NoReturn:
         """Say why nothing more can be drawn, settle the URL's parameters as a finished run does, and stop."""
         st.warning(message, icon=":material/warning:")
+        code.recipe().refuse(message)
         flag_unknown_params()
         st.stop()
 
@@ -133,8 +138,10 @@ class Page:
             yield
         except InputError as error:
             st.warning(str(error), icon=":material/warning:")
+            code.recipe().refuse(str(error))
         except ModelFileError as error:
             st.error(str(error), icon=":material/broken_image:")
+            code.recipe().refuse(str(error))
 
 
 def equations(*items: tuple[str, str]) -> None:
@@ -145,6 +152,7 @@ def equations(*items: tuple[str, str]) -> None:
     with st.container(border=True):
         st.markdown("**Equations**")
         for citation, latex in items:
+            code.recipe().equation(citation, latex)
             st.caption(citation)
             st.latex(r"\small " + latex)
 

@@ -48,6 +48,12 @@ class Unwritable(TypeError):
     """A value a snippet cannot name or write as a literal: the page's description misses a step."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Name:
+    """An argument of a `later` call that is an earlier `later` call's result: written as its name."""
+    name: str
+
+
 @dataclasses.dataclass
 class _Step:
     target: str  # "x" or "a, b": what the line assigns
@@ -75,11 +81,23 @@ class Recipe:
         self.slow_note: str | None = None
         self.refusal: str | None = None
         self.loaders: list[str] = []
+        self.finished = False  # the run ended: a fragment's own rerun calls it, and it only computes
+        self._fresh: dict[str, Any] = {}  # values a fragment's rerun made, for its `let`s
+
+    def _recording(self) -> bool:
+        """Whether this call belongs to the run being recorded. A fragment's own rerun calls a finished recipe;
+        with the Code view open the whole page reruns instead, so the code follows the fragment's controls."""
+        if not self.finished:
+            return True
+        ctx = get_script_run_ctx()
+        if ctx is not None and ctx.fragment_ids_this_run and st.session_state.get(VIEW_KEY):
+            st.rerun(scope="app")
+        return False
 
     # what a page says as it runs
     def setting(self, name: str, value: Any, label: str) -> None:
         """A control's value (Page does this for every control): written as a literal at the snippet's top."""
-        if not name.isidentifier() or name in self.values:
+        if not self._recording() or not name.isidentifier() or name in self.values:
             return
         self._settings[name] = (value, label)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
@@ -92,6 +110,10 @@ class Recipe:
              **kwargs: Any) -> Any:
         """`target = fn(*args, **kwargs)`: run on the page (through `via`, a cached or queued path to the same
         value, when given: it takes the same arguments), recorded for the snippet."""
+        if not self._recording():
+            value = (via or fn)(*args, **kwargs)
+            self._remember(target, value)
+            return value
         try:
             value = (via or fn)(*args, **kwargs)
         except Exception as error:
@@ -105,14 +127,33 @@ class Recipe:
         self._add(target, value, f"{name}({', '.join(written)})", imports, note)
         return value
 
+    def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
+        """`target = fn(*args, **kwargs)` written into the snippet but not run here: the long work behind one of
+        the page's buttons (training, timing), at the settings on screen. Its result has no page value; a later
+        call reads it as `Name(target)`."""
+        if not self._recording():
+            return
+        name, imports = self._callable(fn)
+        written = [self._write(a) for a in args] + [f"{k}={self._write(v)}" for k, v in kwargs.items()]
+        self.steps.append(_Step(target, f"{name}({', '.join(written)})", imports, note))
+
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
         """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
-        value = eval(expression, {**self._namespace(), **{k: v for k, v in self.values.items()}})  # noqa: S307
+        value = eval(expression, {**self._namespace(), **self.values, **self._fresh})  # noqa: S307
+        if not self._recording():
+            self._remember(target, value)
+            return value
         self._add(target, value, expression, self._modules(expression), note)
         return value
 
+    def _remember(self, target: str, value: Any) -> None:
+        names = [n.strip() for n in target.split(",")]
+        self._fresh.update(zip(names, value if len(names) > 1 else (value,), strict=True))
+
     def note(self, comment: str) -> None:
         """A comment line before the next step: the equation it computes."""
+        if not self._recording():
+            return
         self.steps.append(_Step("", "", (), comment))
 
     def figure(self, code: str) -> None:
@@ -124,9 +165,13 @@ class Recipe:
         self.slow_note = note
 
     def refuse(self, message: str) -> None:
+        if not self._recording():
+            return
         self.refusal = message
 
     def equation(self, citation: str, latex: str) -> None:
+        if not self._recording():
+            return
         self.equations.append((citation, latex))
 
     # rendering
@@ -166,6 +211,8 @@ class Recipe:
 
     def _write(self, value: Any, named: bool = True) -> str:
         """A value as the snippet writes it: its name, or (and always when not `named`) a literal."""
+        if isinstance(value, Name):
+            return value.name
         if named and id(value) in self._names and self.values.get(self._names[id(value)]) is value:
             return self._names[id(value)]
         if named and isinstance(value, str | int | float) and not isinstance(value, bool):
@@ -311,8 +358,11 @@ class _Unrecorded:
              **kwargs: Any) -> Any:
         return (via or fn)(*args, **kwargs)
 
+    def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
+        return None
+
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
-        raise Unwritable("let() outside a recorded run")
+        raise Unwritable("let() outside a page's run: pass the page's own recipe (page.code)")
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None
@@ -324,13 +374,8 @@ def begin(info: PageInfo) -> Recipe:
 
 
 def recipe() -> Recipe | _Unrecorded:
-    """This run's recipe. In a fragment's own rerun with the Code view open, the whole page reruns instead, so
-    the code follows the fragment's controls."""
-    ctx = get_script_run_ctx()
-    if ctx is not None and ctx.fragment_ids_this_run:
-        if st.session_state.get(VIEW_KEY):
-            st.rerun(scope="app")
-        return _Unrecorded()
+    """This run's recipe; outside a page's full run (a fragment's own rerun, a helper called by a test), one that
+    only computes. A page passes its own (`page.code`) to what it calls."""
     return getattr(_this_run, "recipe", None) or _Unrecorded()
 
 
@@ -338,6 +383,8 @@ def finish() -> Recipe | None:
     """End the run's recording; the recipe, if the page made one."""
     made = getattr(_this_run, "recipe", None)
     _this_run.recipe = None
+    if made is not None:
+        made.finished = True
     if made is not None and KEPT is not None:
         KEPT[made.info.slug] = made
     return made

@@ -79,7 +79,7 @@ class Page:
         raw = st.query_params.get(name)
         with where if where is not None else contextlib.nullcontext():
             value = widget(*args, key=name, bind="query-params", **kwargs)
-        code.recipe().setting(name, value, args[0])
+        self.code.setting(name, value, args[0])
         st.session_state[BOUND_PARAMS].add(name)
         st.session_state[DRAWN_PARAMS].add(name)
         if raw is not None and not _denotes(raw, value):  # refused, or taken in part (5.5 as 5)
@@ -97,7 +97,7 @@ class Page:
                 # Streamlit refuses to delete it: then it stays in the URL, and the notice says it is not used
                 with contextlib.suppress(StreamlitAPIException):
                     del st.query_params[name]
-            code.recipe().setting(name, low, label)
+            self.code.setting(name, low, label)
             return low
         # a range that follows the data (a step slider over N steps) can shrink under the value kept from the
         # last run; Streamlit refuses a value past its bounds, so the slider starts again from its default
@@ -126,7 +126,7 @@ class Page:
     def refuse(self, message: str) -> NoReturn:
         """Say why nothing more can be drawn, settle the URL's parameters as a finished run does, and stop."""
         st.warning(message, icon=":material/warning:")
-        code.recipe().refuse(message)
+        self.code.refuse(message)
         flag_unknown_params()
         st.stop()
 
@@ -138,10 +138,10 @@ class Page:
             yield
         except InputError as error:
             st.warning(str(error), icon=":material/warning:")
-            code.recipe().refuse(str(error))
+            self.code.refuse(str(error))
         except ModelFileError as error:
             st.error(str(error), icon=":material/broken_image:")
-            code.recipe().refuse(str(error))
+            self.code.refuse(str(error))
 
 
 def equations(*items: tuple[str, str]) -> None:

@@ -9,6 +9,7 @@ The snippet imports `engine` alone (never `streamlit` or `ui`), so it runs after
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import inspect
@@ -81,6 +82,7 @@ class Recipe:
         self.slow_note: str | None = None
         self.refusal: str | None = None
         self.loaders: list[str] = []
+        self._used: set[str] = set()  # settings some step reads by name
         self.finished = False  # the run ended: a fragment's own rerun calls it, and it only computes
         self._fresh: dict[str, Any] = {}  # values a fragment's rerun made, for its `let`s
 
@@ -139,10 +141,13 @@ class Recipe:
 
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
         """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
-        value = eval(expression, {**self._namespace(), **self.values, **self._fresh})  # noqa: S307
+        settings = {name: value for name, (value, _) in self._settings.items()}
+        value = eval(expression, {**self._namespace(), **settings, **self.values, **self._fresh})  # noqa: S307
         if not self._recording():
             self._remember(target, value)
             return value
+        self._used |= {node.id for node in ast.walk(ast.parse(expression)) if isinstance(node, ast.Name)} & set(
+            self._settings)
         self._add(target, value, expression, self._modules(expression), note)
         return value
 
@@ -214,10 +219,12 @@ class Recipe:
         if isinstance(value, Name):
             return value.name
         if named and id(value) in self._names and self.values.get(self._names[id(value)]) is value:
+            self._used.add(self._names[id(value)])
             return self._names[id(value)]
         if named and isinstance(value, str | int | float) and not isinstance(value, bool):
             settings = [n for n in self._plain_ids.get(id(value), []) if self._settings[n][0] is value]
             if len(settings) == 1:
+                self._used.add(settings[0])
                 return settings[0]
         if value is None or isinstance(value, bool | int | str):
             return repr(value)
@@ -272,7 +279,7 @@ class Recipe:
     def lines(self) -> list[str]:
         """The body: settings used, then the steps, each with its comment."""
         body = [self._line(s) for s in self.steps]
-        used = [n for n in self._settings if any(re.search(rf"\b{re.escape(n)}\b", line) for line in body)]
+        used = [n for n in self._settings if n in self._used]
         settings = [f"{name} = {self._write(self._settings[name][0], named=False)}  # {self._settings[name][1]}"
                     for name in used]
         return settings + ([""] if settings else []) + [line for line in body if line is not None]

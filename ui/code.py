@@ -81,6 +81,7 @@ class Recipe:
         self.figure_code: str | None = None
         self.slow_note: str | None = None
         self.refusal: str | None = None
+        self.unwritable: str | None = None  # the first step the recipe could not write, and why
         self.loaders: list[str] = []
         self._used: set[str] = set()  # settings some step reads by name
         self.finished = False  # the run ended: a fragment's own rerun calls it, and it only computes
@@ -121,13 +122,22 @@ class Recipe:
         except Exception as error:
             self.refusal = str(error)
             raise
-        name, imports = self._callable(fn)
-        written = [self._write(a) for a in args] + [f"{k}={self._write(v)}" for k, v in kwargs.items()]
         qualified = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
         if qualified in DATA and qualified not in self.loaders:
             self.loaders.append(qualified)
-        self._add(target, value, f"{name}({', '.join(written)})", imports, note)
+        self._add(target, value, *self._written(fn, args, kwargs), note)
         return value
+
+    def _written(self, fn: Callable, args: tuple, kwargs: dict) -> tuple[str, tuple[str, ...]]:
+        """`fn(args)` as the snippet writes it, and its import. A step the recipe cannot write leaves the page
+        working and the Code view saying so (tests/app/test_code_views.py fails on it)."""
+        try:
+            name, imports = self._callable(fn)
+            written = [self._write(a) for a in args] + [f"{k}={self._write(v)}" for k, v in kwargs.items()]
+        except Unwritable as error:
+            self.unwritable = self.unwritable or f"{getattr(fn, '__name__', fn)}: {error}"
+            return "...", ()
+        return f"{name}({', '.join(written)})", imports
 
     def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
         """`target = fn(*args, **kwargs)` written into the snippet but not run here: the long work behind one of
@@ -135,9 +145,7 @@ class Recipe:
         call reads it as `Name(target)`."""
         if not self._recording():
             return
-        name, imports = self._callable(fn)
-        written = [self._write(a) for a in args] + [f"{k}={self._write(v)}" for k, v in kwargs.items()]
-        self.steps.append(_Step(target, f"{name}({', '.join(written)})", imports, note))
+        self.steps.append(_Step(target, *self._written(fn, args, kwargs), note))
 
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
         """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
@@ -303,6 +311,8 @@ class Recipe:
 
     def script(self) -> str:
         """The Code view: a runnable script (without the figure, which the notebook draws)."""
+        if self.unwritable is not None:
+            raise Unwritable(self.unwritable)
         head = [f"# {self.slow_note}"] if self.slow_note else []
         head.append(f"# {self.info.title}: {self.info.follows}")
         imports = [i for i in self.imports() if not any(m in i for m in ("plotly",))]

@@ -424,8 +424,9 @@ def code_view(made: Recipe | None) -> None:
         except Unwritable as error:  # a description that misses a step: say so rather than show wrong code
             st.info(f"This view's code cannot be written out ({error}).", icon=":material/info:")
             return
-        st.caption(f"What this page computed, at the settings on screen. It runs outside the app: in a checkout of "
-                   f"the project, `{INSTALL}`, then `python` this.")
+        # small text, not a caption: a caption's 60% opacity took its inline code to 2.98:1
+        st.markdown(f":small[What this page computed, at the settings on screen. It runs outside the app: in a "
+                    f"checkout of the project, `{INSTALL}`, then run this with `python`.]")
         st.code(script, language="python", line_numbers=False)
         st.download_button("Download as a Jupyter notebook", data=book.encode(), file_name=f"{made.info.slug}.ipynb",
                            mime="application/x-ipynb+json", icon=":material/download:", on_click="ignore")

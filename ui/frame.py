@@ -33,6 +33,15 @@ BASE_CSS = f"""<style>
 /* a metric's label wraps rather than being cut to an ellipsis: at 320 px a long one lost most of its words */
 [data-testid='stMetricLabel'] :is(div, p) {{ white-space: normal !important; overflow: visible !important;
                                             text-overflow: clip !important; }}
+/* code (the Code view) in colours of at least 4.5:1 on its background: Streamlit's own highlighting drew comments,
+   keywords and strings at 2.9 to 3.7:1 */
+[data-testid='stCode'] .token:is(.comment, .prolog, .doctype, .cdata) {{ color: #555a6b !important; }}
+[data-testid='stCode'] .token:is(.keyword, .atrule, .important) {{ color: #1f4fbf !important; }}
+[data-testid='stCode'] .token:is(.string, .char, .attr-value, .regex) {{ color: #176f2c !important; }}
+[data-testid='stCode'] .token:is(.number, .boolean, .constant, .symbol) {{ color: #9a3412 !important; }}
+[data-testid='stCode'] .token:is(.function, .class-name) {{ color: #6b21a8 !important; }}
+[data-testid='stCode'] .token:is(.builtin, .decorator, .annotation) {{ color: #0b6e99 !important; }}
+[data-testid='stCode'] .token:is(.operator, .punctuation) {{ color: #111111 !important; }}
 /* forced colours (Windows high contrast) paint backgrounds away, and with them a slider's track and thumb and a
    toggle's switch: those keep their own colours */
 @media (forced-colors: active) {{

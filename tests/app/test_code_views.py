@@ -3,113 +3,65 @@ the URL, the snippet runs in a fresh Python process and the notebook in a fresh 
 every value they name equals the page's own (numbers within 1e-6; words, tokens and ranks exactly).
 
 The page's values are those its recorded engine calls returned (ui/code.py keeps the finished run's recipe when
-KEPT is a dict). The snippet and the notebook see the project as `pip install .` leaves it: the checkout on
-PYTHONPATH, the working directory elsewhere, and neither `streamlit` nor `ui` importable by accident.
+KEPT is a dict). The snippet and the notebook see the project as `pip install .` leaves it: the engine alone on
+their path, the working directory elsewhere, and neither `streamlit` nor `ui` importable by accident
+(tests/app/snippets.py runs them).
 """
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
 
 from tests.app.conftest import open_page
+from tests.app.snippets import plain, run_notebook, run_snippet
 from ui import code
 from ui.catalog import PAGES
 
-ROOT = Path(__file__).resolve().parents[2]
 # One other valid state per page, as its URL writes it; "_press" names a button pressed after the page opens.
 # Long pages are kept at small settings here (their snippets say how long the page's own settings take).
 OTHER_STATES: dict[str, dict[str, str]] = {
     "one_hot": {"text": "the dog sat on the rug"},
-    "skipgram_pairs": {},
-    "softmax_gradient": {},
-    "word2vec_training": {},
-    "hierarchical_softmax": {},
-    "analogies": {},
-    "projector": {},
-    "fasttext": {},
-    "glove_counts": {},
-    "glove_training": {},
-    "decoding_lab": {},
-    "seq2seq_attention": {},
-    "coverage": {},
-    "pointer_network": {},
-    "pointer_sentinel": {},
-    "pointer_generator": {},
-    "cross_attention": {},
-    "kernel_regression": {},
-    "scoring_functions": {},
-    "scaling": {},
-    "multi_head": {},
-    "permutation": {},
-    "transformer_lm": {},
-    "kv_cache": {},
-    "attention_variants": {},
-    "cache_sizes": {},
-    "smollm": {},
-    "objectives": {},
-    "sinusoidal": {},
-    "rope": {},
-    "decoupled_rope": {},
-    "online_softmax": {},
-    "flash_attention": {},
-    "attention_timing": {},
-    "notes_errata": {},
+    "skipgram_pairs": {"text": "the quick brown fox jumps over the lazy dog", "window": "5", "steps": "50"},
+    "softmax_gradient": {"c": "police", "o": "officers", "top": "10"},
+    "word2vec_training": {"dim": "10", "epochs": "2", "window": "3", "probe": "minister, zzqqx", "_press": "train"},
+    "hierarchical_softmax": {"c": "united", "word": "states"},
+    "analogies": {"vectors": "ours", "restrict": "10000", "_press": "evaluate"},
+    "projector": {"vectors": "word2vec", "method": "PCA", "dims": "3-D", "n": "500", "word": "city"},
+    "fasttext": {"word": "where", "max_n": "4", "buckets": "1,000"},
+    "glove_counts": {"corpus": "lee", "window": "3", "harmonic": "False", "alpha": "0.5"},
+    "glove_training": {"dim": "10", "epochs": "2", "window": "5", "biases": "False", "_press": "train"},
+    "decoding_lab": {"model": "lm", "text": "The minister said", "W": "3", "T": "8", "prune": "GNMT score"},
+    "seq2seq_attention": {"score": "dot", "text": "march 3, 2021", "step": "2"},
+    "coverage": {"text": "3", "mean": "True", "step": "5"},
+    "pointer_network": {"n": "12", "seed": "3"},
+    "pointer_sentinel": {"text": "yesterday the minister zorbat said that zorbat would visit the city and zorbat "
+                                 "would stay", "L": "8", "word": "12"},
+    "pointer_generator": {"text": "meet kamiro on the 12th of may 1987"},
+    "cross_attention": {"model": "general", "text": "3rd of april 1999"},
+    "kernel_regression": {"kernel": "Epanechnikov", "h": "0.15", "n": "20", "noise": "1.0", "seed": "7"},
+    "scoring_functions": {"inputs": "Random", "score": "Additive", "pad": "1", "n": "4", "m": "7", "dq": "3", "dk": "5",
+                          "dv": "2", "seed": "9", "hidden": "8", "pseed": "6"},
+    "scaling": {"m": "8", "draws": "200", "maxlog2": "6", "seed": "3", "sample": "32"},
+    "multi_head": {"B": "2", "T": "5", "C": "24", "H": "3", "causal": "False", "seed": "5", "head": "2"},
+    "permutation": {"text": "the cat sat on the mat", "order": "Shuffled", "seed": "4", "C": "16",
+                    "pos": "RoPE, rotating q and k (002 §2.3.3)"},
+    "transformer_lm": {"prompt": "The minister said", "temp": "1.2", "topk": "5", "new": "40", "seed": "3",
+                       "layer": "2", "head": "3"},
+    "kv_cache": {"prompt": "The prime minister", "new": "8"},
+    "attention_variants": {"C": "128", "h": "4", "g": "4", "dc": "32", "prompt": "Paris is the capital of France",
+                           "layer": "5", "kv": "2"},
+    "cache_sizes": {"ctx": "32768", "batch": "8", "dtype": "fp8", "L": "24", "H": "16", "kv": "4", "hd": "64"},
+    "smollm": {"view": "Generate", "new": "8", "_press": "generate"},
+    "objectives": {"text": "The government said it would act.", "rate": "0.3", "seed": "7", "lam": "1.5",
+                   "version": "Words shuffled"},
+    "sinusoidal": {"d": "32", "n": "40", "k": "7"},
+    "rope": {"d": "32", "pairing": "Half-split (i, i+d/2)", "base": "50000", "seed": "7"},
+    "decoupled_rope": {"T": "9", "kr": "h (DeepSeek-V2)", "dc": "24"},
+    "online_softmax": {"source": "Random", "n": "10", "seed": "3", "printed": "True", "step": "6"},
+    "flash_attention": {"N": "16", "Br": "4", "Bc": "8", "causal": "False", "seed": "5", "d": "128", "measure": "True"},
+    "attention_timing": {"causal": "True", "upto": "256", "block": "64", "repeats": "1"},
+    "notes_errata": {"show": "errors"},
 }
-# the child's dump: every value the recipe named, as plain data (tensors as arrays; models and other objects as
-# their type's name), and the proof that neither streamlit nor ui was imported. Also run here on the page's values.
-PLAIN = textwrap.dedent('''
-    def _plain(value, depth=0):
-        import numpy as np
-        if depth > 6:
-            return "<deep>"
-        if hasattr(value, "detach") and hasattr(value, "numpy"):
-            value = value.detach().cpu().numpy()
-        if isinstance(value, np.ndarray):
-            return value if value.dtype != object else [_plain(v, depth + 1) for v in value.tolist()]
-        if isinstance(value, (np.integer, np.floating, np.bool_)):
-            return value.item()
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        if isinstance(value, (list, tuple)):
-            return [_plain(v, depth + 1) for v in value]
-        if isinstance(value, dict):
-            return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-        return "<" + type(value).__name__ + ">"
-''')
-DUMP = textwrap.dedent('''
-    import pickle as _pickle, sys as _sys
-    _bad = [m for m in _sys.modules if m.split(".")[0] in ("streamlit", "ui")]
-    assert not _bad, _bad
-    with open({path!r}, "wb") as _file:
-        _pickle.dump({{_n: _plain(globals()[_n]) for _n in {names!r}}}, _file)
-''')
-namespace: dict = {}
-exec(PLAIN, namespace)
-plain = namespace["_plain"]
-
-
-def child_env(tmp_path: Path) -> dict[str, str]:
-    """The project importable as an installed package would be, and nothing else of the checkout."""
-    return {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "MPLBACKEND": "agg"}
-
-
-def installed(tmp_path: Path) -> None:
-    """engine alone on the child's path: a folder holding a link to it, as site-packages would after the install."""
-    (tmp_path / "site").mkdir(exist_ok=True)
-    link = tmp_path / "site" / "engine"
-    if not link.exists():
-        link.symlink_to(ROOT / "engine")
-
-
 def assert_same(page, theirs, where: str) -> None:
     if isinstance(page, np.ndarray) or isinstance(theirs, np.ndarray):
         np.testing.assert_allclose(np.asarray(theirs, dtype=float), np.asarray(page, dtype=float), rtol=1e-6,
@@ -146,34 +98,16 @@ def page_recipe(slug: str, state: dict[str, str]) -> code.Recipe:
         code.KEPT = None
 
 
-def run_snippet(made: code.Recipe, tmp_path: Path) -> dict:
-    out = tmp_path / "snippet.pkl"
-    script = made.script() + PLAIN + DUMP.format(path=str(out), names=list(made.values))
-    (tmp_path / "snippet.py").write_text(script)
-    done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, env=child_env(tmp_path), capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return pickle.loads(out.read_bytes())
-
-
-def run_notebook(made: code.Recipe, tmp_path: Path) -> dict:
-    out = tmp_path / "notebook.pkl"
-    book = nbformat.reads(made.notebook(), as_version=4)
-    book.cells.append(nbformat.v4.new_code_cell(PLAIN + DUMP.format(path=str(out), names=list(made.values))))
-    NotebookClient(book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute(
-        env=child_env(tmp_path))
-    return pickle.loads(out.read_bytes())
-
-
 @pytest.mark.parametrize("slug, state", [pytest.param(p.slug, {}, id=f"{p.slug}-defaults") for p in PAGES]
                          + [pytest.param(slug, state, id=f"{slug}-other") for slug, state in OTHER_STATES.items()])
 def test_the_snippet_and_the_notebook_compute_what_the_page_showed(slug, state, tmp_path):
     made = page_recipe(slug, state)
+    assert made.refusal is None and made.unwritable is None, (made.refusal, made.unwritable)
     script = made.script()
     assert "streamlit" not in script and "from ui" not in script and "import ui" not in script
-    installed(tmp_path)
-    compare(made, run_snippet(made, tmp_path), "snippet")
-    compare(made, run_notebook(made, tmp_path), "notebook")
+    names = list(made.values)
+    compare(made, run_snippet(script, names, tmp_path), "snippet")
+    compare(made, run_notebook(made.notebook(), names, tmp_path), "notebook")
 
 
 def test_every_page_has_another_state():

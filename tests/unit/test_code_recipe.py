@@ -50,13 +50,13 @@ def test_a_recorded_run_is_written_as_a_script_that_computes_the_same_values():
 def test_values_are_named_by_identity_and_equal_values_stay_literals():
     made = recipe()
     made.setting("k", 5, "Negative words k")
-    made.setting("window", 5, "Window")  # the same small int object as k: neither name is sure, so a literal
+    made.setting("window", 5, "Window")  # the same small int object as k: only a parameter's name tells them apart
     architecture = "".join(["cb", "ow"])  # a control's string: its own object
     made.setting("arch", architecture, "Architecture")
-    config = made.call("config", Word2VecConfig, architecture, dim=10, window=5)
-    assert made.steps[-1].text == "Word2VecConfig(arch, dim=10, window=5)"
-    assert "arch = 'cbow'  # Architecture" in made.script()
-    assert "k = " not in made.script() and "window = " not in made.script()
+    config = made.call("config", Word2VecConfig, architecture, 10, window=5, negatives=5)
+    assert made.steps[-1].text == "Word2VecConfig(arch, 10, window=window, negatives=5)"
+    assert "arch = 'cbow'  # Architecture" in made.script() and "window = 5  # Window" in made.script()
+    assert "k = " not in made.script()
     sentences = [["a", "b", "a"], ["b", "a"]]
     made.values["sentences"], made._names[id(sentences)] = sentences, "sentences"
     made.call("vocab", Vocab.build, sentences, config.min_count)

@@ -14,6 +14,8 @@ import torch
 from engine.attention.scoring import attention
 from engine.efficiency.online_softmax import online_attention
 from engine.positions.rope import apply_rope, rope_frequencies
+from engine.seq2seq.decode import Translation, rescored_attention
+from engine.seq2seq.model import Seq2Seq
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,14 @@ def additive_bias(bias_norm: float, width: int, largest_change: float) -> Erratu
     )
 
 
+def model_additive_bias(model: Seq2Seq, result: Translation) -> Erratum:
+    """additive_bias of a trained additive model: its W1 bias, and how far its attention in `result` (its own
+    translation) moves without it."""
+    without = rescored_attention(model, result, result.queries, query_bias=False)
+    bias = model.W_query.bias.detach()
+    return additive_bias(float(bias.norm()), bias.numel(), float((without - result.attention).abs().max()))
+
+
 def bahdanau_query(previous: torch.Tensor, current: torch.Tensor, source: str, step: int) -> Erratum:
     """001 §1.5 queries with s_{t−1}; 000 eq. 42 with the decoder state of the step itself, h_i. previous and
     current: (T, S) attention over the characters of source."""
@@ -176,6 +186,13 @@ def bahdanau_query(previous: torch.Tensor, current: torch.Tensor, source: str, s
         {f"step {step}: the character weighted most": (peak(previous[step]), peak(current[step])),
          "largest difference of a weight, all steps": ("", f"{float((previous - current).abs().max()):.4f}")},
     )
+
+
+def model_bahdanau_query(model: Seq2Seq, result: Translation, step: int) -> Erratum:
+    """bahdanau_query of a model's attention in `result`, its own translation: queried by s_{t−1}, as trained, and
+    by s_t, as 000 eq. 42 prints it; `step` is clipped to the translation's last."""
+    return bahdanau_query(result.attention, rescored_attention(model, result, result.states), result.source,
+                          min(step, len(result.attention) - 1))
 
 
 WORKED_QUERY = torch.tensor([[0.5, 0.2]], dtype=torch.float64)  # 002 §2.1: s_{t−1}

@@ -152,10 +152,12 @@ class Recipe:
         if not self._recording():
             self._remember(target, value)
             return value
-        self._used |= {node.id for node in ast.walk(ast.parse(expression)) if isinstance(node, ast.Name)} & set(
-            self._settings)
+        self._used |= self._settings_read(expression)
         self._add(target, value, expression, self._modules(expression), note)
         return value
+
+    def _settings_read(self, code: str) -> set[str]:
+        return {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)} & set(self._settings)
 
     def _remember(self, target: str, value: Any) -> None:
         names = [n.strip() for n in target.split(",")]
@@ -169,6 +171,9 @@ class Recipe:
 
     def figure(self, code: str) -> None:
         """The notebook's last cell: plotly code over the recipe's names that draws the page's main figure."""
+        if not self._recording():
+            return
+        self._used |= self._settings_read(code)
         self.figure_code = code
 
     def slow(self, note: str) -> None:
@@ -309,7 +314,8 @@ class Recipe:
             module, name = line[5:].split(" import ")
             modules.setdefault(module, []).append(name)
         return sorted(i for i in lines if i.startswith("import ")) + [
-            f"from {module} import {', '.join(names)}" for module, names in modules.items()]
+            _wrap(f"from {module} import {', '.join(names)}", f"from {module} import ({', '.join(names)})")
+            for module, names in modules.items()]
 
     def script(self) -> str:
         """The Code view: a runnable script (without the figure, which the notebook draws)."""
@@ -364,9 +370,13 @@ def _parameter_names(fn: Callable, count: int) -> list[str | None]:
     return (parameters + [None] * count)[:count]
 
 
-def _wrap(line: str) -> str:
-    """A long call broken after its opening parenthesis and between arguments, four spaces in."""
-    if len(line) <= LINE or "(" not in line:
+def _wrap(line: str, parenthesised: str | None = None) -> str:
+    """A long call (or import, given in parentheses) broken after its opening parenthesis and between its
+    arguments, four spaces in."""
+    if len(line) <= LINE:
+        return line
+    line = parenthesised or line
+    if "(" not in line:
         return line
     head, rest = line.split("(", 1)
     parts, depth, current = [], 0, ""

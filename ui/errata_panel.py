@@ -6,7 +6,7 @@ import streamlit as st
 
 from engine import errata
 from engine.errata import Erratum
-from engine.seq2seq.decode import Translation, rescored_attention
+from engine.seq2seq.decode import Translation
 from engine.seq2seq.model import Seq2Seq
 from ui import figures, tables
 from ui.catalog import BY_SLUG
@@ -33,21 +33,19 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
 def additive_bias(model: Seq2Seq, result: Translation) -> Erratum:
     """The additive model's W1 bias, and how far its attention in `result` (its own translation) moves
     without it."""
-    without = rescored_attention(model, result, result.queries, query_bias=False)
-    bias = model.W_query.bias.detach()
-    return errata.additive_bias(float(bias.norm()), bias.numel(), float((without - result.attention).abs().max()))
+    return errata.model_additive_bias(model, result)
 
 
 def bahdanau_query(model: Seq2Seq, result: Translation, step: int) -> Erratum:
     """A model's attention in `result`, its own translation, queried by s_{t−1}, as trained, and by s_t, as
     000 eq. 42 prints it."""
-    return errata.bahdanau_query(result.attention, rescored_attention(model, result, result.states), result.source,
-                                 min(step, len(result.attention) - 1))
+    return errata.model_bahdanau_query(model, result, step)
 
 
-def rotation_figure() -> None:
-    """000 eq. 109's two lines drawn: the row form turns q the other way."""
-    ends = errata.rotation_of_the_row_form()
+def rotation_figure(ends: dict[str, tuple[float, float]] | None = None) -> None:
+    """000 eq. 109's two lines drawn (`ends`: errata.rotation_of_the_row_form(), computed here if not given): the
+    row form turns q the other way."""
+    ends = errata.rotation_of_the_row_form() if ends is None else ends
     figures.show(figures.points_and_curves(
         {}, {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
         title="000 eq. 109 at θ = 30°: R q turns q by +θ, the printed q R by −θ", equal_axes=True, paired=True,

@@ -8,11 +8,11 @@ import scipy.sparse as sp
 import streamlit as st
 
 from engine.embeddings.cooccurrence import cooccurrence
-from engine.embeddings.corpus import Vocab, chunked, tokenize
+from engine.embeddings.corpus import Vocab, chunked, load_corpus, tokenize
 from engine.embeddings.evaluation import on_shared_vocabulary
 from engine.embeddings.vectors import WordVectors
 from engine.errors import InputError
-from ui.loaders import cooccurrence_counts, corpus, corpus_vocab, glove, glove_checkpoint
+from ui.loaders import cooccurrence_counts, corpus, corpus_vocab, encoded_corpus, glove, glove_checkpoint
 
 SOURCES = ("wikipedia", "lee", "pasted")
 SOURCE_HELP = "wikipedia: 106 articles, 453k words; lee: 300 news stories, 60k words; pasted: your text"
@@ -23,6 +23,7 @@ PASTE_KEY = "glove_paste"
 @dataclass(frozen=True)
 class Counts:
     source: str
+    text: str  # the pasted text; empty for a shipped corpus
     words: int  # running words of the corpus
     vocab: Vocab
     X: sp.csr_matrix  # (V, V)
@@ -32,27 +33,44 @@ def choose_corpus(page, where, default: str = "wikipedia") -> str:
     return page.select("Corpus", "corpus", SOURCES, default, where=where, help=SOURCE_HELP)
 
 
-def count(source: str, window: int, harmonic: bool) -> Counts:
-    """X of the chosen corpus; pasted text is typed in a box drawn here. An InputError when nothing co-occurs."""
+def count(source: str, window: int, code, harmonic: bool | None = None) -> Counts:
+    """X of the chosen corpus; pasted text is typed in a box drawn here. An InputError when nothing co-occurs.
+    Recorded in `code`, the page's recipe (ui/code.py), from the corpus on. harmonic: the page's switch between
+    1/d and 1 per pair; None, glove.c's 1/d, left out of the code."""
+    text = ""
     if source == "pasted":
         text = st.text_area("Your corpus (one sentence or paragraph per line)", max_chars=200_000, key=PASTE_KEY,
                             placeholder="Paste a few thousand words of text…")
-        sentences = chunked(tokenize(text))
-        vocab = Vocab.build(sentences, 1)
-        X = cooccurrence(*vocab.encode(sentences), len(vocab), window, harmonic)
+        sentences = code.call("sentences", chunked, code.call("lines", tokenize, text))
+        vocab = code.call("vocab", Vocab.build, sentences, 1, note="pasted text keeps every word")
+        ids, sentence = code.call("ids, sentence", vocab.encode, sentences)
     else:
-        sentences = corpus(source)
-        vocab, X = corpus_vocab(source, MIN_COUNT), cooccurrence_counts(source, window, harmonic, MIN_COUNT)
-    words = sum(len(s) for s in sentences)
+        sentences = code.call("sentences", load_corpus, source, via=corpus)
+        vocab = code.call("vocab", Vocab.build, sentences, MIN_COUNT, via=lambda _, m: corpus_vocab(source, m))
+        ids, sentence = code.call("ids, sentence", vocab.encode, sentences,
+                                  via=lambda _: encoded_corpus(source, MIN_COUNT))
+    V = code.let("V", "len(vocab)")
+    weighted = harmonic is None or harmonic
+    shipped = None if source == "pasted" else lambda *_: cooccurrence_counts(source, window, weighted, MIN_COUNT)
+    X = code.call("X", cooccurrence, ids, sentence, V, window, *(() if harmonic is None else (harmonic,)), via=shipped,
+                  note="X_ij: word j within the window of word i, a pair d words apart adding 1/d as glove.c"
+                       + ("" if harmonic is None else " (or 1, harmonic off)"))
+    words = code.let("words", "sum(len(s) for s in sentences)")
     if words == 0:
         raise InputError("Paste some text to count: the corpus is empty.")
     if X.nnz == 0:
         raise InputError(f"No two words of these {words} co-occur within {window} words of each other: "
                          "paste more text, a few sentences at least.")
-    return Counts(source, words, vocab, X)
+    return Counts(source, text, words, vocab, X)
 
 
 @st.cache_resource(show_spinner="Loading 400,000 GloVe vectors (once per server)…")
+def shared_with_glove_6b(name: str) -> tuple[WordVectors, WordVectors]:
+    """The shipped GloVe checkpoint `name` and GloVe 6B, each cut to the words both hold, in the checkpoint's
+    order (engine's on_shared_vocabulary)."""
+    return on_shared_vocabulary(glove_checkpoint(name)[0], glove())
+
+
 def glove_6b_on(name: str) -> WordVectors:
     """GloVe 6B cut to the words of the shipped GloVe checkpoint `name` that it holds, in the checkpoint's order."""
-    return on_shared_vocabulary(glove_checkpoint(name)[0], glove())[1]
+    return shared_with_glove_6b(name)[1]

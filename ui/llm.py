@@ -27,10 +27,15 @@ SEARCH_WIDEST = 8  # beams: a step reads 8 prefixes in about 0.15 s on one CPU t
 def prompt_ids(page, lm: SmolLM, text: str, limit: int, chat: bool) -> list[int]:
     """SmolLM2's ids for a typed prompt (inside the chat template when chat), saying on the page what was cut."""
     ids, cut = generation.prompt_ids(lm, text, chat, limit)
+    say_cut(page, ids, cut, limit, chat)
+    return ids
+
+
+def say_cut(page, ids: list[int], cut: int, limit: int, chat: bool) -> None:
+    """The notice of prompt_ids, for a page that records generation.prompt_ids itself (its Code view)."""
     if cut:
         page.notice(f"The prompt is {len(ids) + cut} tokens{' in the chat template' if chat else ''}; SmolLM2 "
                     f"reads only its last {limit} here.")
-    return ids
 
 
 def short_prompt(page, where=None) -> str:
@@ -83,13 +88,7 @@ def growth(ids: list[int], n_new: int, _lm: SmolLM) -> CacheGrowth:
 def inside_view(ids: tuple[int, ...], _lm: SmolLM) -> dict:
     """What the Next token, Attention and Logit lens views draw for one prompt, computed once per server for
     each prompt (the default by ui/defaults.py as the server starts)."""
-    inside = inspection.look_inside(_lm, list(ids))
-    lens = inspection.logit_lens(_lm, inspection.Inside(inside.ids[-LENS:], inside.logits[-LENS:],
-                                                       inside.attentions, inside.residuals[:, -LENS:]))
-    next_probs = inside.logits[-1].float().softmax(-1)
-    top = next_probs.topk(12)
-    return {"attentions": inside.attentions.numpy(), "next_ids": top.indices.tolist(),
-            "next_probs": top.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}
+    return inspection.overview(_lm, list(ids), LENS)
 
 
 @st.cache_resource(show_spinner=False)

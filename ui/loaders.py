@@ -6,38 +6,34 @@ import json
 import numpy as np
 import streamlit as st
 
-from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper, SmolLMStepper
 from engine.decoding.search import Pruning, SearchTree, search
 from engine.efficiency import records
 from engine.embeddings.cooccurrence import cooccurrence
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.fasttext import FastTextModel
-from engine.embeddings.fasttext import load_model as load_fasttext
 from engine.embeddings.glove import load_glove
 from engine.embeddings.subwords import LengthNgrams, check_range, collisions, length_ngrams, merged_ngrams
-from engine.embeddings.train import CHECKPOINTS as EMBEDDING_CHECKPOINTS
-from engine.embeddings.train_glove import load_glove_checkpoint
+from engine.embeddings.train import load_shipped_word2vec
+from engine.embeddings.train_fasttext import load_shipped_fasttext
+from engine.embeddings.train_glove import load_shipped_glove
 from engine.embeddings.vectors import WordVectors
-from engine.embeddings.word2vec import Word2VecModel, load_model
+from engine.embeddings.word2vec import Word2VecModel
 from engine.errors import InputError
-from engine.seq2seq.model import Seq2Seq, load_seq2seq
-from engine.seq2seq.pointer_network import PointerNetwork, load_pointer_network
-from engine.seq2seq.sentinel import PointerSentinelLM, load_sentinel
-from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ_CHECKPOINTS
+from engine.seq2seq.model import Seq2Seq, load_shipped_seq2seq
+from engine.seq2seq.pointer_network import PointerNetwork, load_shipped_pointer_network
+from engine.seq2seq.sentinel import PointerSentinelLM, load_shipped_sentinel
 from engine.transformer import sampler, train
-from engine.transformer.model import TransformerLM, load_checkpoint
+from engine.transformer.model import TransformerLM
 from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
-from engine.transformer.train import CHECKPOINTS
+from engine.transformer.train import load_lm
 from ui import llm
-from ui.smollm import smollm
 
 
 @st.cache_resource(show_spinner="Loading the character TransformerLM…")
 def char_model(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
     """The shipped checkpoint char_<objective>.pt ("causal", "mlm" or "finetuned"), in eval mode."""
-    model, extra = load_checkpoint(CHECKPOINTS / f"char_{objective}.pt")
-    return model, CharVocab(extra.pop("vocab")), extra
+    return load_lm(objective)
 
 
 @st.cache_resource(show_spinner=False)
@@ -74,7 +70,7 @@ def finetuned_classifier() -> tuple[SequenceClassifier, CharVocab, dict]:
 @st.cache_resource(show_spinner="Loading a word2vec checkpoint…")
 def word2vec_checkpoint(name: str) -> tuple[Word2VecModel, dict]:
     """A shipped word2vec model (engine/embeddings/checkpoints/<name>.pt) and its stored metrics."""
-    return load_model(EMBEDDING_CHECKPOINTS / f"{name}.pt")
+    return load_shipped_word2vec(name)
 
 
 @st.cache_resource(show_spinner="Counting the corpus' words…")
@@ -107,14 +103,14 @@ def cooccurrence_counts(name: str, window: int, harmonic: bool, min_count: int =
 @st.cache_resource(show_spinner="Loading a GloVe checkpoint…")
 def glove_checkpoint(name: str) -> tuple[WordVectors, dict]:
     """A shipped GloVe model's word vectors u + v (engine/embeddings/checkpoints/<name>.pt) and its metrics."""
-    return load_glove_checkpoint(EMBEDDING_CHECKPOINTS / f"{name}.pt")
+    return load_shipped_glove(name)
 
 
 @st.cache_resource(show_spinner="Loading our FastText checkpoint and building its 9,002 word vectors…")
 def fasttext_checkpoint() -> tuple[FastTextModel, WordVectors, dict]:
     """The shipped FastText model, every vocabulary word's vector (fastText's mean of its word and n-gram rows)
     and what the checkpoint stores (metrics, losses, training time)."""
-    model, extra = load_fasttext(EMBEDDING_CHECKPOINTS / "fasttext_wikipedia.pt")
+    model, extra = load_shipped_fasttext()
     return model, model.word_vectors(), extra
 
 
@@ -155,34 +151,19 @@ def glove() -> WordVectors:
 @st.cache_resource(show_spinner="Loading a seq2seq checkpoint…")
 def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
     """A shipped encoder-decoder (engine/seq2seq/checkpoints/<name>.pt) in eval mode, with its metrics."""
-    return load_seq2seq(SEQ2SEQ_CHECKPOINTS / f"{name}.pt")
+    return load_shipped_seq2seq(name)
 
 
 @st.cache_resource(show_spinner="Loading the pointer network…")
 def pointer_network() -> tuple[PointerNetwork, dict]:
-    return load_pointer_network(SEQ2SEQ_CHECKPOINTS / "pointer_network.pt")
+    return load_shipped_pointer_network()
 
 
 @st.cache_resource(show_spinner="Loading the pointer sentinel LM…")
 def sentinel_model(name: str) -> tuple[PointerSentinelLM, dict]:
     """"sentinel" (the pointer sentinel LM) or "sentinel_lstm" (the same LSTM without a pointer), with the
     vocabulary and held-out perplexity stored beside the weights."""
-    return load_sentinel(SEQ2SEQ_CHECKPOINTS / f"{name}.pt")
-
-
-def decoding_model(name: str, text: str, page):
-    """A stepper for the decoding lab: a seq2seq date model reading text, the character LM continuing it, or
-    SmolLM2 answering it as a chat question; None when SmolLM2's file is missing (ui.smollm said how to fetch it)."""
-    if name == "lm":
-        model, vocab, _ = char_model("causal")
-        ids, _ = prompt_ids(page, text, vocab, limit=200)
-        return LanguageModelStepper(model, vocab, ids)
-    if name == "smollm":
-        lm = smollm()
-        if lm is None:
-            return None
-        return SmolLMStepper(lm, llm.prompt_ids(page, lm, text, llm.SEARCH_PROMPT_TOKENS, chat=True))
-    return Seq2SeqStepper(seq2seq_checkpoint(name)[0], text)
+    return load_shipped_sentinel(name)
 
 
 def decoding_search(name: str, text: str, model, method: str, width: int, max_len: int, pruned_shown: int | None,

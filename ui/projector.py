@@ -10,11 +10,37 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.py), not by a page's first 3-D view
 
-from engine.embeddings.projection import TSNEConfig, choose_words, neighbours_kept, pca, tsne
+from engine.embeddings.glove import load_glove
+from engine.embeddings.projection import TSNEConfig, Projection, choose_words, project
+from engine.embeddings.train import load_shipped_word2vec
+from engine.embeddings.train_fasttext import load_shipped_fasttext
+from engine.embeddings.train_glove import load_shipped_glove
 from engine.embeddings.vectors import WordVectors
 from ui import figures, palette, queued
+from ui.code import Recipe
 from ui.jobs import Report
-from ui.loaders import checkpoint_vectors, fasttext_checkpoint, glove, glove_checkpoint
+from ui.loaders import checkpoint_vectors, fasttext_checkpoint, glove, glove_checkpoint, word2vec_checkpoint
+
+
+def _glove_6b(code: Recipe) -> WordVectors:
+    return code.call("word_vectors", load_glove, via=glove, note="GloVe 6B 50d")
+
+
+def _word2vec(code: Recipe) -> WordVectors:
+    model, _ = code.call("model, extra", load_shipped_word2vec, "wikipedia_sgns", via=word2vec_checkpoint,
+                         note="our skip-gram on the Wikipedia sample: its input vectors")
+    return code.call("word_vectors", model.word_vectors, via=lambda: checkpoint_vectors("wikipedia_sgns"))
+
+
+def _our_glove(code: Recipe) -> WordVectors:
+    return code.call("word_vectors, extra", load_shipped_glove, "glove_wikipedia", via=glove_checkpoint,
+                     note="our GloVe on the Wikipedia sample's counts: u + v")[0]
+
+
+def _fasttext(code: Recipe) -> WordVectors:
+    model, _ = code.call("model, extra", load_shipped_fasttext, via=lambda: fasttext_checkpoint()[::2],
+                         note="our FastText on the Wikipedia sample: a word is the mean of its own and n-gram rows")
+    return code.call("word_vectors", model.word_vectors, via=lambda: fasttext_checkpoint()[1])
 
 
 @dataclass(frozen=True)
@@ -22,18 +48,22 @@ class VectorSet:
     label: str
     load: Callable[[], WordVectors]  # a cached loader: one copy per server
     about: str
+    record: Callable[[Recipe], WordVectors]  # the same copy, recorded as the engine calls that load it (ui/code.py)
 
 
 # The URL names the key; a new vector set is one entry here.
 VECTOR_SETS = {
-    "glove_6b": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)"),
+    "glove_6b": VectorSet("GloVe 6B 50d", glove, "400,000 words, 50 dimensions, trained on 6 billion tokens (000 §4.2)",
+                          _glove_6b),
     "word2vec": VectorSet("our word2vec", lambda: checkpoint_vectors("wikipedia_sgns"),
-                          "9,002 words, 100 dimensions: our skip-gram on the Wikipedia sample (000 §2.2, §3)"),
+                          "9,002 words, 100 dimensions: our skip-gram on the Wikipedia sample (000 §2.2, §3)",
+                          _word2vec),
     "our_glove": VectorSet("our GloVe", lambda: glove_checkpoint("glove_wikipedia")[0],
-                           "9,002 words, 50 dimensions: our GloVe on the Wikipedia sample's counts (000 §4.2)"),
+                           "9,002 words, 50 dimensions: our GloVe on the Wikipedia sample's counts (000 §4.2)",
+                           _our_glove),
     "fasttext": VectorSet("our FastText", lambda: fasttext_checkpoint()[1],
                           "9,002 words, 100 dimensions: our FastText on the Wikipedia sample, each word the mean of "
-                          "its own and its n-grams' vectors (000 §4.1)"),
+                          "its own and its n-grams' vectors (000 §4.1)", _fasttext),
 }
 
 
@@ -41,10 +71,9 @@ VECTOR_SETS = {
 DEFAULT = dict(source="glove_6b", method="t-SNE", dims=2, n=1000, perplexity=30, analogy=("man", "king", "woman"))
 
 
-def analogy_arrows(vectors: WordVectors, a: str, b: str, c: str) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """The arrows b − a and d − c, d the 3CosAdd answer to a : b :: c : ? (000 eq. 1), and the four words."""
-    d = vectors.analogy(a, b, c, topn=1)[0][0]
-    return [(f"b − a: {a} → {b}", a, b), (f"d − c: {c} → {d} (3CosAdd)", c, d)], [a, b, c, d]
+def analogy_arrows(a: str, b: str, c: str, d: str) -> list[tuple[str, str, str]]:
+    """The arrows b − a and d − c, d the 3CosAdd answer to a : b :: c : ? (000 eq. 1)."""
+    return [(f"b − a: {a} → {b}", a, b), (f"d − c: {c} → {d} (3CosAdd)", c, d)]
 
 
 @dataclass(frozen=True)
@@ -52,10 +81,7 @@ class View:
     """One projection of some words, shared by every session that asks for it: never modify it."""
 
     words: tuple[str, ...]
-    coords: np.ndarray  # (N, dims)
-    explained: np.ndarray | None  # (dims,) PCA's share of the variance per axis; None for t-SNE
-    kl: list[tuple[int, float]]  # t-SNE's (iteration, KL) reports; empty for PCA
-    kept: float  # share of each word's 10 nearest neighbours also nearest in the picture
+    projection: Projection
     seconds: float  # to compute, on this server
 
 
@@ -85,7 +111,7 @@ def default_view() -> View:
     """The view a visitor sees first: one t-SNE of 1,000 GloVe words and the default analogy's, per server,
     computed as the server starts (ui/defaults.py): a visitor arriving meanwhile joins the same job."""
     vectors = VECTOR_SETS[DEFAULT["source"]].load()
-    own = analogy_arrows(vectors, *DEFAULT["analogy"])[1]
+    own = [*DEFAULT["analogy"], vectors.analogy(*DEFAULT["analogy"], topn=1)[0][0]]
     words = tuple(choose_words(vectors.words, DEFAULT["n"], DEFAULT["method"], own))
     setting = (DEFAULT["source"], words, DEFAULT["dims"], DEFAULT["perplexity"])
     kept = _kept(DEFAULT["source"], words, DEFAULT["method"], DEFAULT["dims"], DEFAULT["perplexity"])
@@ -110,16 +136,9 @@ def _tsne_job(X: np.ndarray, words: tuple[str, ...], dims: int, perplexity: int)
 
 def _compute(X, words, method, dims, perplexity, on_progress=None) -> View:
     start = time.perf_counter()
-    if method == "PCA":
-        found = pca(X, dims)
-        coords, explained, kl = found.coords, found.explained, []
-    else:
-        config = TSNEConfig(dims=dims, perplexity=perplexity)
-        if on_progress is not None:
-            on_progress(0, config.iterations, float("nan"))
-        found = tsne(X, config, on_progress)
-        coords, explained, kl = found.coords, None, found.kl
-    return View(words, coords, explained, kl, neighbours_kept(X, coords), time.perf_counter() - start)
+    if on_progress is not None:
+        on_progress(0, TSNEConfig.iterations, float("nan"))
+    return View(words, project(X, method, dims, perplexity, on_progress), time.perf_counter() - start)
 
 
 # vermillion and reddish purple arrows (b − a and d − c), orange neighbour lines: apart from each other and from the

@@ -16,8 +16,9 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from engine.embeddings.evaluation import PAIR_TITLES
-from engine.embeddings.vectors import WordVectors
+from engine.embeddings.vectors import UnknownWordError, WordVectors
 from ui import figures, queued
+from ui.code import Name
 from ui.jobs import QueueFull
 from ui.tables import neighbour_table
 
@@ -83,6 +84,12 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
     st.progress(1.0, text=f"Finished in {model.seconds:.1f} s")
 
 
+def finished(result: tuple[Hashable, Any] | None, settings: Hashable) -> bool:
+    """Whether the session's last (settings, model) is a finished run of these settings: what the Code view
+    records as the training it writes."""
+    return result is not None and result[0] == settings and result[1].fraction_done >= 1
+
+
 def state(model) -> str:
     return "finished" if model.fraction_done >= 1 else f"stopped at {model.fraction_done:.0%}"
 
@@ -92,15 +99,37 @@ def words_in(text: str) -> list[str]:
     return [w.strip().lower() for w in text.split(",") if w.strip()]
 
 
-def neighbour_columns(page, vectors: WordVectors, words: list[str], topn: int = 8) -> None:
-    """The nearest neighbours of up to four words, side by side; a bad word gets its message in its column."""
-    for column, word in zip(st.columns(max(1, len(words[:4]))), words[:4]):
-        with column, page.guard():
-            found = vectors.neighbours(word, topn)
+def neighbour_columns(page, vectors: WordVectors, words: list[str], recorded: bool, topn: int = 8) -> None:
+    """The nearest neighbours of up to four words, side by side; a bad word gets its message in its column. When
+    `recorded` (vectors is a value of the Code view's), each known word's neighbours are recorded as
+    `nearest_<word>`; an unknown word is left out of the code."""
+    for i, (column, word) in enumerate(zip(st.columns(max(1, len(words[:4]))), words[:4])):
+        with column:
+            if word not in vectors:  # one column's typo, not the page's: the code keeps the other words
+                unknown = UnknownWordError(word, vectors.suggest(word), len(vectors))
+                st.warning(str(unknown), icon=":material/warning:")
+                continue
+            found = (page.code.call(nearest_name(word, i), vectors.neighbours, word, topn) if recorded
+                     else vectors.neighbours(word, topn))
             neighbour_table(found, f"nearest to “{word}”")
             if found and found[-1][1] > 0.95:
                 st.caption("Cosines near 1 for every neighbour: the vectors have barely moved apart yet. "
                            "Train longer, or on more text.")
+
+
+def later_neighbours(code, words: list[str], vocab, topn: int = 8) -> None:
+    """What neighbour_columns will show once `vectors` (a later step's result) is trained, for the Code view:
+    the words of the first four that are in the vocabulary."""
+    for i, word in enumerate(words[:4]):
+        if word in vocab.index:
+            code.later(nearest_name(word, i), WordVectors.neighbours, Name("vectors"), word, topn)
+
+
+def nearest_name(word: str, i: int) -> str:
+    """The snippet's name for a looked-up word's neighbours: nearest_<word>, or nearest_<i + 1> where the word
+    cannot be part of a Python name."""
+    name = f"nearest_{word}"
+    return name if name.isidentifier() else f"nearest_{i + 1}"
 
 
 def scores_text(metrics: dict) -> str:

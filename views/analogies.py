@@ -1,9 +1,11 @@
 import streamlit as st
 
 from engine.embeddings.evaluation import PAIR_FILES, PAIR_TITLES, analogy_accuracy, word_pair_correlation
+from engine.embeddings.glove import load_glove
+from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.vectors import WordVectors
 from ui import figures, queued
-from ui.loaders import checkpoint_vectors, glove
+from ui.loaders import checkpoint_vectors, glove, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
@@ -22,24 +24,32 @@ a = page.text("Word a", "a", "man", max_chars=40, where=c2).strip().lower()
 b = page.text("is to b", "b", "king", max_chars=40, where=c3).strip().lower()
 c = page.text("as c is to ?", "c", "woman", max_chars=40, where=c4).strip().lower()
 topn = page.slider("Answers shown", "topn", 1, 20, 8, where=c5)
+code = page.code
+# the words as used, trimmed and lower-cased: the Code view writes them by their controls' names
+for name, word, label in zip("abc", (a, b, c), ("Word a", "is to b", "as c is to ?")):
+    code.setting(name, word, label)
 
 
 def vectors_of(name: str) -> WordVectors:
     if name == "glove":
         with st.spinner("Loading 400,000 GloVe vectors (once per server)…"):
-            return glove()
-    return checkpoint_vectors("wikipedia_sgns")
+            return code.call("word_vectors", load_glove, via=glove, note="GloVe 6B 50d (000 eq. 19-21)")
+    model, _ = code.call("model, extra", load_shipped_word2vec, "wikipedia_sgns", via=word2vec_checkpoint,
+                         note="our skip-gram with negative sampling on the Wikipedia sample")
+    return code.call("word_vectors", model.word_vectors, via=lambda: checkpoint_vectors("wikipedia_sgns"))
 
 
 vectors = vectors_of(source)
 left, right = st.columns([3, 2])
 with left, page.guard():
-    answers = {m: vectors.analogy(a, b, c, topn, method=m) for m in ("3CosAdd", "3CosMul")}
+    code.note("000 eq. 1: the words x nearest to b − a + c, by 3CosAdd and by 3CosMul; a, b and c left out")
+    answers = {m: code.call(target, vectors.analogy, a, b, c, topn, method=m)
+               for target, m in (("cos_add", "3CosAdd"), ("cos_mul", "3CosMul"))}
     t1, t2 = st.columns(2)
     for column, (method, found) in zip((t1, t2), answers.items()):
         with column:
             neighbour_table(found, method, word_title="answer", score_title="score")
-    best = answers["3CosAdd"][0][0]
+    best = code.let("best", "cos_add[0][0]")
     if source == "ours":
         st.caption("Our vectors saw 453 thousand words, GloVe's 6 billion: most analogies fail here "
                    "(3% of the Google questions against GloVe's 46%), which is the point of training on more text.")
@@ -49,7 +59,9 @@ with left, page.guard():
     if unknown:
         st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
     shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
-    xy = vectors.pca_2d(shown)
+    xy = code.call("xy", vectors.pca_2d, shown, note="the principal-component plane of these words")
+    code.figure(f"px.scatter(x=xy[:, 0], y=xy[:, 1], text={shown!r},\n"
+                f"           title='Principal-component plane of these words: the analogy parallelogram')")
     corner = {w: xy[i] for i, w in enumerate(shown)}
     sides = {f"{a} → {b}": (a, b), f"{c} → {best}": (c, best), f"{a} → {c}": (a, c), f"{b} → {best}": (b, best)}
     figures.show(figures.points_and_curves(
@@ -65,14 +77,17 @@ with right:
         ("000 eq. 19, GloVe", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
     )
     near = page.text("Neighbours of", "near", "frog", max_chars=40).strip().lower()
+    code.setting("near", near, "Neighbours of")
     with page.guard():
-        neighbour_table(vectors.neighbours(near, topn), f"nearest to “{near}”")
+        neighbour_table(code.call("neighbours", vectors.neighbours, near, topn, note="the nearest words by cosine"),
+                        f"nearest to “{near}”")
 
 st.subheader("Evaluation: Google analogies, WordSim-353, SimLex-999")
 c1, c2 = st.columns(2)
 restrict = int(page.select("Answers searched among the most frequent", "restrict",
                            ["10000", "30000", "100000", "300000"], "30000", where=c1))
 method = page.select("Analogy method", "method", ["3CosAdd", "3CosMul"], where=c2)
+code.setting("restrict", restrict, "Answers searched among the most frequent")  # the number, not the option's text
 
 
 EVALUATIONS = "analogies_evaluations"  # session key: {(vectors, restrict, method): (analogies, word pairs)}
@@ -88,12 +103,33 @@ def evaluate(report) -> tuple:
 
 
 with page.guard():  # a full line of heavy jobs says so here
-    if st.button("Evaluate", help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at "
-                                  "300,000"):
+    if st.button("Evaluate", key="evaluate",
+                 help="19,544 analogy questions: a few seconds at 30,000 words, about a minute at 300,000"):
         evaluations[(source, restrict, method)] = queued.run("evaluate", (source, restrict, method), evaluate,
                                                              "Evaluating", estimate=restrict / 5000)
-if (source, restrict, method) in evaluations:
-    analogies, pairs = evaluations[(source, restrict, method)]
+analogies, pairs = evaluations.get((source, restrict, method), (None, {}))
+
+
+def evaluation_step(target: str, fn, *args, done, note: str) -> None:
+    """One step of the evaluation: only written out until Evaluate ran (the long work behind it), then recorded
+    with the page's result, done."""
+    if done is None:
+        code.later(target, fn, *args, note=note)
+    else:
+        code.call(target, fn, *args, via=lambda *_: done, note=note)
+
+
+code.slow(f"Evaluating takes about {max(1, round(restrict / 5000))} s on a laptop CPU "
+          f"({restrict:,} candidate answers for each of 19,544 questions)")
+evaluation_step("analogy_scores", analogy_accuracy, vectors, restrict, method, done=analogies,
+                note="the Google analogy questions, answered among the most frequent words")
+for name in PAIR_FILES:
+    evaluation_step(name, word_pair_correlation, vectors, name, restrict, done=pairs.get(name),
+                    note=f"{PAIR_TITLES[name]}: human ratings against cosines")
+if analogies is not None:
+    code.let("accuracy", "analogy_scores.overall.accuracy")
+    for name in PAIR_FILES:
+        code.let(f"{name}_spearman", f"{name}.spearman")
     e1, e2, e3 = st.columns(3)
     e1.metric("Analogy accuracy", f"{analogies.overall.accuracy:.1%}",
               help=f"{analogies.overall.correct:,} of {analogies.overall.total:,}; {analogies.skipped:,} questions "

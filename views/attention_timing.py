@@ -50,26 +50,36 @@ largest = int(page.select("Largest N", "upto", [str(n) for n in sweep.LENGTHS], 
 block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"], "256", where=c4,
                         help="B_r = B_c for the tiled torch method: on a CPU larger tiles mean fewer Python steps"))
 repeats = page.slider("Repeats", "repeats", 1, 10, 5, where=c5)
-dtype = torch.float32
+dtype_name = "float32"
 if DEVICE == "cuda":
-    dtype = getattr(torch, page.select("dtype", "dtype", ["bfloat16", "float16", "float32"]))
+    dtype_name = page.select("dtype", "dtype", ["bfloat16", "float16", "float32"])
+code = page.code
+dtype = code.let("dtype", f"torch.{dtype_name}")
 chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
+lengths = [n for n in sweep.LENGTHS if n <= largest]
 settings = (d, causal, largest, block, repeats, str(dtype))
+code.later("rows", sweep.measure_lengths, lengths, d, causal, chosen, DEVICE, dtype, block=block,
+           naive_budget=NAIVE_BUDGET, repeats=repeats,
+           note="each method timed at every N, interleaved; FLOPs = 4·B·H·N²·d, halved when causal")
+# per N: every method runs repeats + 2 times (a warm-up, the repeats, one for peak memory), in time ∝ N² d; the
+# constant is naive, tiled and SDPA together at N = 2048, d = 64 on one core of a laptop CPU
+seconds = (repeats + 2) * 0.35 * (d / 64) * sum((n / 2048) ** 2 for n in lengths)
+code.slow(f"Takes about {max(seconds, 1):.0f} s on one core of a laptop CPU: {len(lengths)} lengths, "
+          f"{len(chosen)} methods, {repeats} repeats")
+code.figure('px.line(rows, x="N", y="ms", color="method", log_x=True, log_y=True, markers=True, '
+            'title="Median ms per call")')
 
 
 def sweep_rows(report, lock: threading.Lock) -> list[dict] | None:
     """The job behind the button (ui/queued.py), at the settings above: every N up to the largest, the methods
     interleaved; None if every student waiting for it left."""
-    lengths = [n for n in sweep.LENGTHS if n <= largest]
-    rows = []
+    def before(k: int, n: int) -> bool:
+        return report(k / len(lengths), f"N = {n:,}: {len(chosen)} methods, {repeats} repeats each "
+                                        "(changing a control or leaving the page stops the timing)")
+
     with lock:
-        for k, n in enumerate(lengths):
-            if not report(k / len(lengths), f"N = {n:,}: {len(chosen)} methods, {repeats} repeats each "
-                                            "(changing a control or leaving the page stops the timing)"):
-                return None
-            rows += sweep.as_rows(sweep.measure(n, d, causal, chosen, DEVICE, dtype, block=block,
-                                                naive_budget=NAIVE_BUDGET, repeats=repeats))
-    return rows
+        return sweep.measure_lengths(lengths, d, causal, chosen, DEVICE, dtype, block=block,
+                                     naive_budget=NAIVE_BUDGET, repeats=repeats, before=before)
 
 
 left, right = st.columns([3, 2])

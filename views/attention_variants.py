@@ -1,7 +1,11 @@
 import streamlit as st
 import torch
 
-from engine.transformer.variants import VARIANTS, LatentAttention, group_membership
+from engine.llm import generation
+from engine.llm.heads import group_attention
+from engine.llm.smollm import load as load_smollm
+from engine.transformer.variants import (VARIANTS, absorbed_and_unabsorbed, build_variants, decode_step_timings,
+                                         group_membership)
 from ui import figures, llm, tables, variants
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
@@ -9,18 +13,13 @@ from ui.smollm import smollm
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def absorbed_and_unabsorbed(d_model: int, n_heads: int, d_latent: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One MLA's output on 16 random tokens with W_uk and W_uv absorbed and without: (1, 16, d_model) each."""
-    torch.manual_seed(1)
-    plain = LatentAttention(d_model, n_heads, d_latent, absorbed=False).eval()
-    absorbed = LatentAttention(d_model, n_heads, d_latent, absorbed=True).eval()
-    absorbed.load_state_dict(plain.state_dict())
-    x = torch.randn(1, 16, d_model)
-    with torch.no_grad():
-        return absorbed(x)[0], plain(x)[0]
+def mla_outputs(d_model: int, n_heads: int, d_latent: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """absorbed_and_unabsorbed, once per sizes."""
+    return absorbed_and_unabsorbed(d_model, n_heads, d_latent)
 
 
 page = Page("attention_variants")
+code = page.code
 page.intro(
     "Four ways to share or compress keys and values, at the same d_model and number of query heads. "
     "MHA caches K and V for every head; GQA for g groups of heads; MQA for one; MLA caches one latent "
@@ -39,8 +38,10 @@ CONTEXTS = variants.CONTEXTS
 BYTES = 4  # float32
 
 with page.guard():
-    modules = variants.variant_modules(d_model, n_heads, n_groups, d_latent)
-    per_token = {name: m.cache_per_token() for name, m in modules.items()}
+    modules = code.call("modules", build_variants, d_model, n_heads, n_groups, d_latent, via=variants.variant_modules,
+                        note="MHA, GQA (g groups), MQA and MLA at the same d_model and query heads")
+    per_token = code.let("per_token", "{name: m.cache_per_token() for name, m in modules.items()}",
+                         note="001 appendix: 2 g d_k numbers per token and layer (g = h: MHA, g = 1: MQA); MLA: d_c")
     left, right = st.columns([3, 2])
     with right:  # drawn first: the timing below may take a second
         equations(
@@ -62,6 +63,13 @@ with page.guard():
                                                            for v in per_token.values()],
         }, hide_index=True)
         sizes = (d_model, n_heads, n_groups, d_latent)
+        code.later("timings", decode_step_timings, modules, d_model, CONTEXTS, variants.REPEATS, variants.WARMUP,
+                   threads=variants.THREADS, note="one decode step of each variant against caches of these lengths")
+        code.slow(variants.timing_note(*sizes))
+        code.figure("go.Figure([go.Scatter(x=" + repr(list(CONTEXTS)) + ", y=[t.median * 1e3 for t in series], "
+                    "name=name) for name, series in timings.items()], layout=dict(xaxis_type='log', "
+                    "yaxis_type='log', xaxis_title='tokens in the cache', yaxis_title='ms per step', "
+                    "title='One decode step against the cache'))")
         measured = shared_timing(variants.timing_key(*sizes), variants.measure(*sizes), where=variants.WHERE,
                                  runs=variants.RUNS, automatic=True)
         timings = measured.value
@@ -80,12 +88,14 @@ with page.guard():
                    "hides the cache, at long ones reading (and copying) it decides. One thread: on a shared "
                    "machine two threads wait for each other, and the time would be the scheduler's.")
         st.subheader("MLA: absorbed equals unabsorbed")
-        gaps(("max |absorbed − unabsorbed| output", *absorbed_and_unabsorbed(d_model, n_heads, d_latent)))
+        gaps(("max |absorbed − unabsorbed| output", *code.call(
+            "absorbed, unabsorbed", absorbed_and_unabsorbed, d_model, n_heads, d_latent, via=mla_outputs,
+            note="000 eq. 91-99: MLA with W_uk, W_uv absorbed into the query and output, and without")))
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
 
 st.subheader("GQA in a real model: SmolLM2-135M")
-lm = smollm()
+lm = code.call("lm", load_smollm, via=smollm, note="GQA in a real model: SmolLM2-135M")
 if lm is not None:  # None: the section says how to fetch SmolLM2's file
     with page.guard():
         cfg = lm.config
@@ -93,8 +103,14 @@ if lm is not None:  # None: the section says how to fetch SmolLM2's file
         text = llm.short_prompt(page, where=r1)
         layer = page.slider("SmolLM2 layer", "layer", 0, cfg.n_layers - 1, 3, where=r2)
         kv = page.slider("Key-value head", "kv", 0, cfg.n_kv_heads - 1, 1, where=r3)
-        ids = llm.prompt_ids(page, lm, text, llm.SHORT_TOKENS, chat=False)
-        grouped, labels = llm.group(ids, layer, kv, _lm=lm), llm.token_labels(lm, ids)
+        llm.prompt_ids(page, lm, text, llm.SHORT_TOKENS, chat=False)  # says on the page what was cut
+        ids, _ = code.call("ids, cut", generation.prompt_ids, lm, text, False, llm.SHORT_TOKENS)
+        grouped = code.call("grouped", group_attention, lm, ids, layer, kv,
+                            via=lambda lm, ids, layer, kv: llm.group(ids, layer, kv, _lm=lm),
+                            note="001 appendix: the query heads that share key-value head kv, one K and V for all")
+        code.let("head_weights", "grouped.weights")
+        code.let("recomputed_gap", "grouped.recomputed_gap")
+        labels = llm.token_labels(lm, ids)
         left, right = st.columns([3, 2])
         with left:
             figures.show(figures.heatmap(

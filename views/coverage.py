@@ -1,8 +1,10 @@
 import streamlit as st
 
-from engine.seq2seq.decode import MAX_OUTPUT, mean_coverage, translate
+from engine.seq2seq.dates import distracted_examples
+from engine.seq2seq.decode import MAX_OUTPUT, coverage_vectors, held_out_metrics, translate
+from engine.seq2seq.model import load_shipped_seq2seq
 from ui import figures
-from ui.defaults import distracted_metrics
+from ui.defaults import DISTRACTED_SEED, distracted_metrics
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, word_columns
@@ -10,6 +12,7 @@ from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input,
 page = Page("coverage")
 weight = seq2seq_checkpoint("additive_coverage")[0].config.coverage_weight
 MODELS = {"additive": "without coverage", "additive_coverage": f"with coverage, loss weight λ = {weight}"}
+SHORT = {"additive": "plain", "additive_coverage": "covered"}  # the snippet's name of each model's values
 
 
 page.intro(
@@ -26,15 +29,33 @@ mean = page.toggle("Mean (eq. 50)", "mean", False, where=c2,
                    help="000 eq. 48 sums earlier attention; eq. 50 divides by t, so c^t stays a distribution")
 # steps count from 0, as eq. 48 does (c^0 = 0) and as the output labels do
 step = page.slider("Step t", "step", 0, MAX_OUTPUT - 1, 3, where=c3)
+code = page.code
+
+
+def described(name: str):
+    """One model's translation, coverage and coverage loss, recorded under its short name."""
+    short = SHORT[name]
+    model, _ = code.call(f"{short}_model, {short}_record", load_shipped_seq2seq, name, via=seq2seq_checkpoint,
+                         note=f"{MODELS[name]} (record: training losses and held-out metrics)")
+    result = code.call(f"{short}_result", translate, model, text)
+    code.let(f"{short}_output", f"{short}_result.output")
+    code.let(f"{short}_attention", f"{short}_result.attention")
+    coverage = code.call(f"{short}_coverage", coverage_vectors, result, mean,
+                         note="000 eq. 48: c^t sums the attention of every earlier step (eq. 50: divided by t)")
+    code.let(f"{short}_covloss", f"{short}_result.covloss", note="000 eq. 49: covloss_t = Σ_i min(a_i^t, c_i^t)")
+    covloss_total = code.let(f"{short}_covloss_total", f"float({short}_covloss.sum())")
+    return model, result, coverage, covloss_total
+
+
 with page.guard():
-    results = {name: translate(seq2seq_checkpoint(name)[0], text) for name in MODELS}
     columns = st.columns(2)
-    for column, (name, result) in zip(columns, results.items()):
+    models = {}
+    for column, name in zip(columns, MODELS):
+        models[name], result, coverage, covloss_total = described(name)
         with column:
             st.subheader(f"{MODELS[name]}: {result.output}")
             attention_heatmap(result.attention, result.source, result.output, f"Attention a_tj ({MODELS[name]})")
             t = min(step, len(result.coverage) - 1)
-            coverage = mean_coverage(result.coverage) if mean else result.coverage
             labels = char_labels(result.source)
             steps = list(range(len(coverage)))
             figures.show(figures.lines(steps, {word: coverage[:, positions].sum(1).tolist()
@@ -45,7 +66,7 @@ with page.guard():
                                       title=f"Step {t}: coverage before it against its attention ({MODELS[name]})",
                                       y_title="weight"))
             figures.show(figures.lines(steps, {"covloss_t": result.covloss.tolist()},
-                                       title=f"Coverage loss per step, sum {float(result.covloss.sum()):.3f} ({MODELS[name]})",
+                                       title=f"Coverage loss per step, sum {covloss_total:.3f} ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_i min(a_i^t, c_i^t)"))
     st.caption(LABEL_KEY + " The coverage curves sum each word's characters; the bars show them one by one.")
     equations(
@@ -57,7 +78,13 @@ with page.guard():
                 "(repeats), outputs shorter (skips)")
     metrics_table({MODELS[name]: seq2seq_checkpoint(name)[1]["metrics"] for name in MODELS})
     st.markdown("**The same dates followed by a distraction** (“ at 4 pm”, “, not the 4th”, …), never seen in training")
-    distracted = {MODELS[name]: metrics for name, metrics in distracted_metrics().items()}
+    examples = code.call("distracted", distracted_examples, 1000, DISTRACTED_SEED,
+                         note="held-out dates followed by a distraction (“ at 4 pm”, …), never seen in training")
+    distracted = {MODELS[name]: code.call(f"{SHORT[name]}_distracted_metrics", held_out_metrics, models[name], examples,
+                                          via=lambda *_, name=name: distracted_metrics()[name])
+                  for name in MODELS}
+    code.figure('px.imshow(covered_coverage.numpy(), title="Coverage c^t before each step, the model trained with '
+                'coverage", labels={"x": "source position j", "y": "step t"})')
     metrics_table(distracted)
     plain, covered = (distracted[MODELS[name]] for name in MODELS)
     st.caption(f"Coverage does its job here, skips fall from {plain['skip_rate']:.1%} to {covered['skip_rate']:.1%}, "

@@ -1,14 +1,23 @@
 import math
+from functools import partial
 
 import streamlit as st
 
+from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper, SmolLMStepper
 from engine.decoding.penalties import RULES, Scoring, cp, eq40_matrices, figure_1
-from engine.decoding.ranking import ranked_hypotheses, winners
-from engine.decoding.search import Pruning
-from ui import figures, tables
-from ui.defaults import STUDY_MODEL, error_study
-from ui.llm import SEARCH_WIDEST
-from ui.loaders import decoding_model, decoding_search, seq2seq_checkpoint
+from engine.decoding.ranking import ranked_hypotheses, winners, winning_outputs
+from engine.decoding.search import Pruning, search
+from engine.decoding.study import search_error_study
+from engine.llm import generation
+from engine.llm.smollm import load as load_smollm
+from engine.seq2seq.dates import distracted_examples
+from engine.seq2seq.model import load_shipped_seq2seq
+from engine.transformer.train import load_lm
+from ui import figures, llm, tables
+from ui.defaults import STUDY_MODEL, STUDY_SEED, STUDY_WIDTHS, error_study
+from ui.llm import SEARCH_PROMPT_TOKENS, SEARCH_WIDEST
+from ui.loaders import char_model, decoding_search, prompt_ids, seq2seq_checkpoint
+from ui.smollm import smollm
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
 
@@ -17,6 +26,11 @@ DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the cov
 RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
               "gnmt_star": "log P / lp* + cp + ep"}
 PRUNINGS = {"log P": None, "GNMT score": "gnmt"}  # what the beam keeps at every step
+SEARCH_NOTES = {"beam": "000 eq. 30: beam search keeps the W most probable prefixes (eq. 31) at every depth; "
+                        "the tree also holds the best 2W it pruned",
+                "greedy": "000 eq. 29: greedy search keeps the one most probable token at every step; the tree "
+                          "also holds the best 2W it pruned",
+                "exhaustive": "000 eq. 27-28: exhaustive search expands every prefix, N^T of them"}
 
 
 def _hover(node, hypothesis, label, tree) -> str:
@@ -59,21 +73,54 @@ prune_by = page.select("Prune beams by", "prune", list(PRUNINGS), where=c6,
                             "is chosen by log P / lp + cp + ep of the prefixes, as GNMT's decoder scores its beams")
 
 
-def run_search(model, scoring: Scoring, pruning_name: str):
+code = page.code
+
+
+def stepper_for(name: str):
+    """The model the search extends prefixes of: a seq2seq date model reading the text, the character LM
+    continuing it, or SmolLM2 answering it as a chat question; None when SmolLM2's file is missing (ui.smollm
+    says how to fetch it)."""
+    if name == "lm":
+        model, vocab, _ = code.call("lm, vocab, record", load_lm, "causal", via=char_model)
+        _, prompt = prompt_ids(page, text, vocab, limit=200)  # the last 200 characters, said on the page
+        ids = code.call("ids", vocab.encode, prompt)
+        return code.call("stepper", LanguageModelStepper, model, vocab, ids, note="the prompt is read once")
+    if name == "smollm":
+        lm = smollm()
+        if lm is None:
+            return None
+        code.call("lm", load_smollm, via=lambda: lm)
+        llm.prompt_ids(page, lm, text, SEARCH_PROMPT_TOKENS, chat=True)  # says on the page what was cut
+        ids, _ = code.call("ids, cut", generation.prompt_ids, lm, text, chat=True, limit=SEARCH_PROMPT_TOKENS,
+                           note="the text as a user's question in the chat template")
+        return code.call("stepper", SmolLMStepper, lm, ids)
+    model, _ = code.call("seq2seq, record", load_shipped_seq2seq, name, via=seq2seq_checkpoint)
+    return code.call("stepper", Seq2SeqStepper, model, text, note="the source is encoded once")
+
+
+def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, source_length: int, prefix: str = ""):
+    """One search and its finished hypotheses ranked by every rule, recorded with names starting `prefix`."""
     rule = PRUNINGS[pruning_name]
-    shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
-    tree = decoding_search(name, text, model, method, width, max_len, shown, Pruning(scoring, rule) if rule else None)
-    found = ranked_hypotheses(tree, scoring, model.source_length)
-    return tree, found, winners(found)
+    pruning = code.call(f"{prefix}pruning", Pruning, scoring, rule,
+                        note="GNMT's pruning: every step's beam by its prefixes' scores") if rule else None
+    tree = code.call(f"{prefix}tree", search, model, method, width=width, max_len=max_len, pruned_shown=shown,
+                     pruning=pruning,
+                     via=partial(decoding_search, name, text),
+                     note=SEARCH_NOTES[method])
+    found = code.call(f"{prefix}found", ranked_hypotheses, tree, scoring, source_length=source_length,
+                      note="every finished hypothesis scored by each rule, ranked")
+    best = code.call(f"{prefix}best", winners, found)
+    outputs = code.call(f"{prefix}outputs", winning_outputs, model, tree, best, note="what each rule outputs")
+    return tree, found, best, outputs
 
 
-def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
+def rule_outputs(model, scoring: Scoring, in_force: dict, shown: int | None, source_length: int) -> None:
     """What each rule outputs under the pruning in force and, for beam search, under the other one."""
-    outputs = {prune_by: {rule: label(tree.tokens(node)) for rule, node in best.items()}}
+    outputs = {prune_by: in_force}
     if method == "beam":
         other = next(p for p in PRUNINGS if p != prune_by)
-        other_tree, _, other_best = run_search(model, scoring, other)
-        outputs[other] = {rule: label(other_tree.tokens(node)) for rule, node in other_best.items()}
+        code.note(f"the same beam pruned by {other}")
+        outputs[other] = run_search(model, scoring, other, shown, source_length, prefix="other_")[3]
     disagree = len(set(outputs[prune_by].values())) > 1
     st.markdown("**What each rule outputs**" + (" (they disagree)" if disagree else ""))
     tables.dataframe({"rule": [RULE_NAMES[r] for r in RULES],
@@ -97,8 +144,17 @@ def rule_outputs(model, scoring: Scoring, tree, best: dict, label) -> None:
 
 def show_search(model) -> None:
     """The search tree, the rules' outputs, every finished hypothesis and the winner's attention."""
-    scoring = Scoring(alpha, beta, gamma)
-    tree, found, best = run_search(model, scoring, prune_by)
+    scoring = code.call("scoring", Scoring, alpha, beta, gamma,
+                        note="000 eq. 32, 34-37, 41: the strengths of the length, coverage and length-ratio terms")
+    shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
+    source_length = model.source_length
+    tree, found, best, outputs = run_search(model, scoring, prune_by, shown, source_length)
+    code.let("hypotheses", '["".join(stepper.label(t) for t in h.tokens) for h in found]')
+    code.let("terms", "[h.terms for h in found]", note="log P, |Y|, lp, lp*, cp, ep and every rule's score")
+    code.let("ranks", "[h.rank for h in found]")
+    attention = code.let("attention", 'tree.attention(best["gnmt"]) if best else None',
+                         note="the GNMT winner's attention (a date model's), and its coverage penalty (000 eq. 37)")
+    winner_cp = code.call("winner_cp", cp, attention, beta) if attention is not None else None
     label = lambda tokens: "".join(model.label(t) for t in tokens)  # noqa: E731
     left, right = st.columns([3, 2])
     with left:
@@ -119,7 +175,7 @@ def show_search(model) -> None:
             ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
         )
         if best:
-            rule_outputs(model, scoring, tree, best, label)
+            rule_outputs(model, scoring, outputs, shown, source_length)
         if text == DEFAULT_TEXT and name == "additive" and prune_by == "log P":
             st.caption("On this input the model skips a digit: raw log P, and log P / |Y|^α, prefer the shorter "
                        "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "
@@ -143,17 +199,18 @@ def show_search(model) -> None:
                                    x_title="|Y|", y_title="penalty", markers=False,
                                    dashed=[k for k in curves if k.startswith("lp*")]))
     with g2:
-        if best and tree.attention(best["gnmt"]) is not None:
-            attention = tree.attention(best["gnmt"])
-            attention_heatmap(attention, model.source, label(tree.tokens(best["gnmt"])),
-                              f"The GNMT winner's attention: cp = {cp(attention, beta):.3f}")
+        if attention is not None:
+            attention_heatmap(attention, model.source, outputs["gnmt"],
+                              f"The GNMT winner's attention: cp = {winner_cp:.3f}")
             st.caption(LABEL_KEY)
         else:
             st.info("The language model reads no source, so it has no attention matrix and no coverage penalty.")
 
 
 with page.guard():
-    model = decoding_model(name, text, page)
+    model = stepper_for(name)
+    code.figure('px.bar(x=hypotheses, y=[t["gnmt"] for t in terms], labels={"x": "hypothesis", "y": "GNMT score"}, '
+                'title="Every finished hypothesis, scored by log P / lp + cp + ep")')
     if model is not None:  # None: SmolLM2's file is missing, and the page says how to fetch it
         show_search(model)
 st.subheader("000 eq. 40: the two attention matrices of the coverage penalty")
@@ -166,7 +223,14 @@ for column, (title, matrix) in zip(columns, eq40_matrices().items()):
                                      f"{title}: cp = {shown} (β = {beta if beta else 1.0:g})", height=260))
 
 st.subheader("000 §6.1: search error or model error?")
-study = error_study(STUDY_MODEL)
+study_model, _ = code.call("study_model, study_record", load_shipped_seq2seq, STUDY_MODEL, via=seq2seq_checkpoint,
+                           note="000 §6.1: search error or model error, on held-out dates with a distraction")
+study = code.call("study", search_error_study, study_model,
+                  code.call("study_dates", distracted_examples, 30, STUDY_SEED),
+                  code.let("study_widths", repr(STUDY_WIDTHS)), length=3,
+                  via=lambda *_, **__: error_study(STUDY_MODEL))
+code.let("search_errors", "study.search_error", note="share of dates where a beam of each width misses the best")
+code.let("model_error", "study.model_error", note="share where even the exhaustive best is wrong")
 MODEL_ERROR = "model error: the exhaustive best is wrong"
 figures.show(figures.lines(study.widths, {"search error: beam below the exhaustive best": study.search_error,
                                           MODEL_ERROR: [study.model_error] * len(study.widths)},

@@ -1,5 +1,4 @@
 import streamlit as st
-import torch
 
 from engine import errata
 from engine.positions import decoupled as mla
@@ -27,26 +26,39 @@ source = page.select("k^R computed from", "kr", list(SOURCE_LABELS),
                      help="000 eq. 117 rotates W_K^R c^KV; DeepSeek-V2 rotates W^KR h_t", where=c2)
 base = rope_base(page, where=c3)
 
+code = page.code
 with page.guard():
-    frequencies = rope_frequencies(d_h_rope, base)  # validates the base before anything is drawn
-    cfg = mla.MLAConfig(n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, base=base,
-                        rope_key_from=SOURCE_LABELS[source])
-    weights = mla.init_mla(cfg, seed=0)
-    h = torch.randn(T, cfg.d_model, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    explicit, absorbed = mla.mla_explicit(h, weights, cfg), mla.mla_absorbed(h, weights, cfg)
+    frequencies = code.call("frequencies", rope_frequencies, d_h_rope, base,  # validates the base first
+                            note="000 eq. 100: the turn per position of each pair of q^R and k^R")
+    cfg = code.call("cfg", mla.MLAConfig, n_heads=n_heads, d_h=d_h, d_h_rope=d_h_rope, d_c=d_c, base=base,
+                    rope_key_from=SOURCE_LABELS[source])
+    weights = code.call("weights", mla.init_mla, cfg, seed=0)
+    h = code.call("h", mla.hidden_states, T, cfg)
+    explicit = code.call("explicit", mla.mla_explicit, h, weights, cfg,
+                         note="000 eq. 115-117: every head's full q_t and k_j from the up-projections")
+    absorbed = code.call("absorbed", mla.mla_absorbed, h, weights, cfg,
+                         note="the same scores against the cache alone: W_uk absorbed into the query, W_uv into W_o")
+    code.note("the two differ by float64 rounding alone")
+    code.let("output_gap", "float((absorbed.output - explicit.output).abs().max())")
+    code.let("weights_gap", "float((absorbed.weights - explicit.weights).abs().max())")
+    code.figure('px.imshow(explicit.weights[0].numpy(), labels={"x": "key", "y": "query"}, '
+                'title="Head 1, causal attention")')
     left, right = st.columns([3, 2])
     with left:  # the figure first; the checks beside it, above the equations
         tokens = [f"t{i + 1}" for i in range(T)]
         figures.show(figures.heatmap(explicit.weights[0].numpy(), tokens, tokens, title="Head 1, causal attention",
                                      x_title="key", y_title="query", annotate=T <= 8))
-        counts = mla.cache_elements_per_token(cfg)
+        counts = code.call("counts", mla.cache_elements_per_token, cfg,
+                           note="000 after eq. 121: MLA caches c^KV and k^R per token and layer")
         figures.show(figures.bars(list(counts), {"numbers cached per token and layer": list(counts.values())},
                                   title=f"Cache: {counts['MLA (c^KV + k^R)']} against "
                                         f"{counts['MHA (K and V of every head)']} numbers per token",
                                   y_title="numbers per token"))
     with right:
         gaps(("Output gap", absorbed.output, explicit.output), ("Weights gap", absorbed.weights, explicit.weights))
-        st.metric("Score error if RoPE sat on the content part", f"{mla.rope_on_content_error(h, weights, cfg):.2f}",
+        content_error = code.call("content_error", mla.rope_on_content_error, h, weights, cfg,
+                                  note="000 eq. 111-112: RoPE on the content part cannot be absorbed")
+        st.metric("Score error if RoPE sat on the content part", f"{content_error:.2f}",
                   help="max score error if the content parts were rotated and W_uk absorbed them anyway")
         st.caption("Explicit builds every head's full q_t and k_j from the up-projections; absorbed scores "
                    "against the cache alone, with W_uk in the query and W_uv in the output projection. Both in "

@@ -1,7 +1,8 @@
-import numpy as np
 import streamlit as st
 
-from engine.embeddings.subwords import buckets, fnv1a, ngrams
+from engine.embeddings.subwords import buckets, collisions, fnv1a_each, ngrams, vocabulary_ngrams
+from engine.embeddings.train import load_shipped_word2vec
+from engine.embeddings.train_fasttext import load_shipped_fasttext
 from engine.embeddings.vectors import UnknownWordError
 from ui import figures, loaders, tables
 from ui.page import Page, equations
@@ -21,7 +22,11 @@ word = page.text("Word", "word", "lecturerz", max_chars=40, where=c1).strip().lo
 min_n = int(page.slider("Shortest n", "min_n", 1, 6, 3, where=c2))
 max_n = int(page.slider("Longest n", "max_n", 1, 8, 6, where=c3))
 n_buckets = int(page.select("Buckets", "buckets", BUCKETS, "2,000,000", where=c4).replace(",", ""))
-model, vectors, stored = loaders.fasttext_checkpoint()
+code = page.code
+shipped = loaders.fasttext_checkpoint()
+model, stored = code.call("model, stored", load_shipped_fasttext, via=lambda: (shipped[0], shipped[2]))
+vectors = code.call("vectors", model.word_vectors, via=lambda: shipped[1],
+                    note="every vocabulary word's vector: the mean of its own row and its n-grams' rows")
 
 left, right = st.columns([3, 2])
 with right:
@@ -34,13 +39,20 @@ with right:
 with left, page.guard():
     if not word:
         page.refuse("type a word: the box is empty")
-    grams = ngrams(word, min_n, max_n)
+    grams = code.call("grams", ngrams, word, min_n, max_n, note="000 §4.1: the word's n-grams, inside < and >")
     if not grams:
         page.refuse(f"“{word}” has no n-grams of {min_n} to {max_n} characters inside < and >: lower the shortest n")
-    distinct, shared = loaders.ngram_collisions(min_n, max_n, n_buckets)
-    ids = buckets(grams, n_buckets)
+    hashes = code.call("hashes", fnv1a_each, grams)
+    ids = code.call("ids", buckets, grams, n_buckets, note="fastText's bucket of each: b(s) = FNV-1a(s) mod B")
+    words = code.let("words", "model.vocab.words")
+    every_gram, every_hash = code.call("every_gram, every_hash", vocabulary_ngrams, words, min_n, max_n,
+                                       via=lambda *_: loaders.ngram_hashes(min_n, max_n),
+                                       note="the vocabulary's distinct n-grams, and the buckets several of them share")
+    shared = code.call("shared", collisions, every_gram, n_buckets, every_hash,
+                       via=lambda *_: loaders.ngram_collisions(min_n, max_n, n_buckets)[1])
+    distinct = len(every_gram)
     tables.dataframe({"n-gram (fastText)": grams, "000 §4.1 writes": [g.strip("<>") for g in grams],
-                      "FNV-1a": [fnv1a(g) for g in grams], f"bucket of {n_buckets:,}": ids,
+                      "FNV-1a": hashes, f"bucket of {n_buckets:,}": ids,
                       "shares its bucket with": [", ".join(g2 for g2 in shared.get(b, []) if g2 != g)[:80]
                                                  for g, b in zip(grams, ids)]},
                      hide_index=True, height=min(35 * len(grams) + 38, 300))
@@ -59,18 +71,26 @@ with ours, page.guard():
         page.notice(f"Our FastText was trained with n from {model.config.min_n} to {model.config.max_n} and "
                     f"{model.config.buckets:,} buckets: its vectors below use those, not the settings above.")
     known = word in model.vocab.index
-    trained_grams, _, rows = model.ngram_rows(word)
-    vector = model.vector(word)
-    neighbour_table(vectors.neighbours_of_vector(vector, 10, exclude=word),
-                    f"Our FastText: {'a vocabulary word' if known else 'never seen in training'}")
-    total = rows.sum(0)  # eq. 17's sum over the n-grams
+    trained_grams, _, rows = code.call("trained_grams, trained_ids, rows", model.ngram_rows, word,
+                                       note="the n-grams of the model's own range, and their rows z_s (G, d)")
+    vector = code.call("vector", model.vector, word, note="fastText's vector: the mean of the word's rows")
+    nearest = code.call("nearest", vectors.neighbours_of_vector, vector, exclude=word)
+    neighbour_table(nearest, f"Our FastText: {'a vocabulary word' if known else 'never seen in training'}")
+    total = code.let("total", "rows.sum(0)", note="000 eq. 17: the sum over the n-grams, the same direction")
+    lengths = code.let("lengths", "np.linalg.norm(total), np.linalg.norm(vector)")
     st.caption(f"{len(trained_grams)} n-grams{' and the word itself' if known else ''}; eq. 17's sum has length "
-               f"{np.linalg.norm(total):.3f}, fastText's mean {np.linalg.norm(vector):.3f}. The two point the "
+               f"{lengths[0]:.3f}, fastText's mean {lengths[1]:.3f}. The two point the "
                "same way, so cosines and neighbours do not depend on which one you take.")
 with theirs:
-    word2vec = loaders.checkpoint_vectors("wikipedia_sgns")
+    word2vec_model, _ = code.call("word2vec_model, word2vec_stored", load_shipped_word2vec, "wikipedia_sgns",
+                                  via=loaders.word2vec_checkpoint)
+    word2vec = code.call("word2vec", word2vec_model.word_vectors,
+                         via=lambda: loaders.checkpoint_vectors("wikipedia_sgns"))
     try:
-        neighbour_table(word2vec.neighbours(word, 10), "Our word2vec (same corpus and settings)")
+        if word not in word2vec:
+            word2vec.id(word)  # raises UnknownWordError, with spellings to suggest
+        neighbour_table(code.call("word2vec_nearest", word2vec.neighbours, word),
+                        "Our word2vec (same corpus and settings)")
     except UnknownWordError as unknown:
         st.markdown("**Our word2vec (same corpus and settings)**")
         st.info(f"word2vec has no vector for it: {unknown}")
@@ -80,10 +100,15 @@ with theirs:
                "on one thread (`python -m engine.embeddings.train_fasttext`).")
 
 if vector is not None:
-    labels, parts = list(trained_grams), rows  # (G, d)
+    labels, parts = list(trained_grams), "rows"  # the name of the rows the vector is the mean of, (G, d)
     if known:
-        labels, parts = [f"{word} (own row)", *labels], np.vstack([model.word_rows[model.vocab.index[word]], rows])
-    share = parts @ vector / (len(parts) * vector @ vector)  # (G,): z_s·w / (G ‖w‖²), summing to 1
+        labels, parts = [f"{word} (own row)", *labels], "parts"
+        code.let("parts", f"np.vstack([model.word_rows[model.vocab.index[{word!r}]], rows])",
+                 note="a vocabulary word's own row first, then its n-grams'")
+    share = code.let("share", f"{parts} @ vector / (len({parts}) * vector @ vector)",
+                     note="what each row adds to the vector: z_s·w / (G ‖w‖²), summing to 1")  # (G,)
+    code.figure(f"px.bar(x={labels!r}, y=share, title='What each row adds to the vector of “{word}”', "
+                "labels=dict(x='', y='z_s · w / (G ‖w‖²)'))")
     figures.show(figures.bars(labels, {"share": share.tolist()}, title=f"What each row adds to the vector of “{word}”",
                               y_title="z_s · w / (G ‖w‖²)", height=300))
     st.caption("w is the mean of these G rows, so the bars sum to 1: tall bars are the n-grams the vector mostly "

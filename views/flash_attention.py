@@ -3,7 +3,7 @@ import math
 import streamlit as st
 
 from engine.efficiency import traffic
-from engine.efficiency.flash import TileStep, tile_kind, tiled_example
+from engine.efficiency.flash import EXAMPLE_HEAD_DIM, TiledExample, tile_kinds, tiled_example
 from engine.efficiency.sweep import LENGTHS, NAIVE, TILED, format_bytes, peak_memory_by_length
 from engine.errors import InputError
 from ui import figures
@@ -11,7 +11,6 @@ from ui.efficiency import by_method, compiler_panel, recorded_label, tile_figure
 from ui.loaders import flash_results
 from ui.page import Page, equations, gaps
 
-D_EXAMPLE = 8  # head dim of the tile example: the grid, not the width, is what the page shows
 MAX_TILES = 256  # every frame of the playable grid carries the whole grid
 MEASURED_LENGTHS = [128, 256, 512]
 SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
@@ -29,12 +28,12 @@ B_r = page.slider("Query block B_r", "Br", 1, N, min(8, N), where=c2)
 B_c = page.slider("Key block B_c", "Bc", 1, N, min(4, N), where=c3)
 causal = page.toggle("Causal", "causal", True, where=c4)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
+code = page.code  # the traffic fragment records into the full run's recipe
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def example(N: int, B_r: int, B_c: int, causal: bool, seed: int) -> tuple[list[TileStep], list[tuple]]:
-    run = tiled_example(N, D_EXAMPLE, B_r, B_c, causal, seed)
-    return run.steps, [(f"max |{what}|", a.numpy(), b.numpy()) for what, a, b in run.checks]
+def example(N: int, B_r: int, B_c: int, causal: bool, seed: int) -> TiledExample:
+    return tiled_example(N, B_r, B_c, causal, seed)
 
 
 with page.guard():
@@ -42,8 +41,15 @@ with page.guard():
     if T_r * T_c > MAX_TILES:
         raise InputError(f"{T_r} × {T_c} = {T_r * T_c} tiles: the grid is drawn for at most {MAX_TILES}; take "
                          "larger blocks")
-    record, checks = example(N, B_r, B_c, causal, seed)
-    kinds = [[tile_kind(i, j, B_r, B_c, N, causal) for j in range(T_c)] for i in range(T_r)]
+    run = code.call("run", tiled_example, N, B_r, B_c, causal, seed, via=example,
+                    note=f"000 eq. 137 on blocks of rows: one head of width {EXAMPLE_HEAD_DIM}, tile by tile")
+    record = run.steps
+    code.let("errors", "{what: (tiled - reference).abs().max().item() for what, tiled, reference in run.checks}",
+             note="O, L, dQ, dK, dV against naive attention and autograd, in float64")
+    kinds = code.call("kinds", tile_kinds, N, B_r, B_c, causal, note="full, diagonal (masked) or skipped")
+    code.figure('px.imshow([[{"skipped": 0, "diagonal": 1, "full": 2}[kind] for kind in row] for row in kinds], '
+                'labels=dict(x="key block j", y="query block i"), '
+                'title="Tiles of S = QKᵀ: 0 skipped, 1 masked, 2 full")')
     step = page.slider("Tile step", "step", 1, len(record), min(3, len(record)))
     now = record[step - 1]
     left, right = st.columns([3, 2])
@@ -74,8 +80,8 @@ with page.guard():
                 f"{keys[0]}-{keys[1]} (K_{now.j}, V_{now.j}) are in SRAM; the tile "
                 f"{'crosses the diagonal, so it is masked' if now.kind == 'diagonal' else 'needs no mask'}. "
                 f"Largest running maximum in the block: {float(now.m.max()):.4f}.")
-    st.caption(f"One head, d = {D_EXAMPLE}, float64, so the checks below are limited by rounding only.")
-    gaps(*checks)
+    st.caption(f"One head, d = {EXAMPLE_HEAD_DIM}, float64, so the checks below are limited by rounding only.")
+    gaps(*[(f"max |{what}|", a, b) for what, a, b in run.checks])
 
 
 @st.fragment
@@ -89,14 +95,19 @@ def traffic_model() -> None:
     model_B_c = int(page.select("Model B_c", "mBc", ["16", "32", "64", "128", "256"], "64", where=k4))
     element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
     left, right = st.columns(2)
+    # recorded before the toggle below: the Code view writes a True or False argument as the last toggle holding it
+    naive, tiled = code.call("naive_mib, tiled_mib", traffic.traffic_by_length, LENGTHS, d, B_r=model_B_r,
+                             B_c=model_B_c, causal=causal, element_bytes=element_bytes,
+                             note="MiB of HBM traffic for one head: Algorithm 0 against the tiled loop")
+    at = LENGTHS.index(4096)
+    code.let("ratio_at_4096", f"naive_mib[{at}] / tiled_mib[{at}]")
+    sram = code.call("sram_per_step", traffic.sram_bytes, model_B_r, model_B_c, d, element_bytes=element_bytes,
+                     note="bytes on chip per tile step: Q_i, K_j, V_j, the S tile, the output, m and l")
     measure = page.toggle("Measure here at these blocks", "measure", where=right,
                           help="Up to a second, once per setting: naive and tiled attention at N = 128, 256 and "
                                "512 on this server")
     with page.guard():
         traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
-        naive = [traffic.naive_traffic(n, d, element_bytes).total / 2**20 for n in LENGTHS]
-        tiled = [traffic.tiled_traffic(n, d, model_B_r, model_B_c, causal, element_bytes).total / 2**20
-                 for n in LENGTHS]
         with left:
             figures.show(figures.lines(LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
                                        title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
@@ -104,7 +115,10 @@ def traffic_model() -> None:
         with right:
             if measure:
                 with st.spinner("Measuring the peak memory of naive and tiled attention at N = 128, 256 and 512…"):
-                    lengths, peaks = MEASURED_LENGTHS, measured_peaks(d, model_B_r, model_B_c, causal)
+                    lengths = MEASURED_LENGTHS
+                    peaks = code.call("peaks", peak_memory_by_length, lengths, d, causal=causal, B_r=model_B_r,
+                                      B_c=model_B_c, via=measured_peaks,
+                                      note="MiB held in tensors at the peak, fp32, one head")
                 title = "Peak memory, measured here"
                 source = f"CPU, fp32, one head, d = {d}, {model_B_r} × {model_B_c} tiles."
             else:
@@ -113,8 +127,6 @@ def traffic_model() -> None:
             figures.show(figures.lines(lengths, {"naive": peaks[NAIVE], "tiled": peaks[TILED]}, title=title,
                                        x_title="N", y_title="MiB in tensors at the peak", log_x=True, log_y=True))
             st.caption(source)
-        at = LENGTHS.index(4096)
-        sram = traffic.sram_bytes(model_B_r, model_B_c, d, element_bytes)
         m1, m2 = st.columns(2)
         m1.metric("Traffic at N = 4096, naive / tiled", f"{naive[at] / tiled[at]:.1f}×")
         m2.metric("SRAM per tile step", format_bytes(sram), help=f"of {SRAM_KIB[gpu]} KiB")
@@ -123,7 +135,7 @@ def traffic_model() -> None:
                    "which a larger SRAM allows, mean less traffic. Measured memory counts tensors alive at the peak.")
     st.subheader("What the compiler made of our Triton kernels")
     with page.guard():
-        compiler_panel(d, causal, traffic.sram_bytes(model_B_r, model_B_c, d, element_bytes))
+        compiler_panel(d, causal, sram)
 
 
 def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None]], str]:
@@ -136,8 +148,8 @@ def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def measured_peaks(d: int, B_r: int, B_c: int, causal: bool) -> dict[str, list[float]]:
-    return peak_memory_by_length(MEASURED_LENGTHS, d, causal, B_r, B_c)
+def measured_peaks(lengths: list[int], d: int, causal: bool, B_r: int, B_c: int) -> dict[str, list[float]]:
+    return peak_memory_by_length(lengths, d, causal, B_r, B_c)
 
 
 traffic_model()

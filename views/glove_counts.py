@@ -29,20 +29,26 @@ with right:
         ("000 eq. 19 (the notes write P for X)", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
         ("000 eq. 21; the paper's f", r"f(x) = \min\!\big(1, (x / x_{\max})^{\alpha}\big),\ f(0) = 0"),
     )
+code = page.code
 counts = None
 with left, page.guard():
-    counts = glove.count(source, window, harmonic)
+    counts = glove.count(source, window, code, harmonic)
 if counts is not None:
     vocab, X = counts.vocab, counts.X
     with left:
-        top = min(TOP, len(vocab))
-        shown = np.log10(1 + X[:top, :top].toarray())  # (top, top): counts span four orders of magnitude
+        shown = code.let("heatmap", f"np.log10(1 + X[:{TOP}, :{TOP}].toarray())",
+                         note=f"the {TOP} most frequent words: counts span four orders of magnitude")  # (top, top)
+        top = len(shown)
         figures.show(figures.heatmap(
             shown, vocab.words[:top], vocab.words[:top], zmax=float(shown.max()),
             title=f"log₁₀(1 + X_ij) for the {top} most frequent words of {source}", x_title="context word j",
             y_title="word i", height=460))
-    right.caption(f"{counts.words:,} running words; {len(vocab):,} in the vocabulary; X has {X.nnz:,} nonzero "
-                  f"entries of {len(vocab) ** 2:,}, {X.nnz / len(vocab) ** 2:.2%}. It is symmetric: the window "
+        code.figure(f'px.imshow(heatmap, x=vocab.words[:{TOP}], y=vocab.words[:{TOP}], '
+                    f'title="log10(1 + X_ij) for the {TOP} most frequent words", labels=dict(x="context word j", '
+                    'y="word i"))')
+    nonzero = code.let("nonzero", "X.nnz")
+    right.caption(f"{counts.words:,} running words; {len(vocab):,} in the vocabulary; X has {nonzero:,} nonzero "
+                  f"entries of {len(vocab) ** 2:,}, {nonzero / len(vocab) ** 2:.2%}. It is symmetric: the window "
                   "reaches both ways.")
 
     st.subheader("Ratios P(k|i) / P(k|j): which probe words belong to i, to j, to both")
@@ -51,17 +57,17 @@ if counts is not None:
     j = page.text("Word j", "j", "she", max_chars=40, where=r2).strip().lower()
     probes = words_in(page.text("Probe words k", "probes", "his, her, was, and, water", max_chars=200, where=r3))
     with page.guard():
-        table = ratio_table(X, vocab, i, j, probes)
-        ids = [vocab.index[k] for k in probes]
+        table = code.call("table", ratio_table, X, vocab, i, j, code.let("probe_words", repr(probes)),
+                          note="Pennington et al. table 1: P(k|i) = X_ik / Σ_k' X_ik', and P(k|i) / P(k|j)")
         ratio = np.array(table["ratio"])
         reading = np.select([np.isnan(ratio), np.isinf(ratio), ratio == 0, ratio >= 2, ratio <= 0.5],
                             ["never near either", f"only seen near {i}", f"only seen near {j}", f"near {i}",
                              f"near {j}"], "near both, or neither")
-        tables.dataframe({"k": probes, f"X({i}, k)": X[vocab.index[i], ids].toarray()[0],
-                          f"X({j}, k)": X[vocab.index[j], ids].toarray()[0], f"P(k | {i})": table["P(k|i)"],
-                          f"P(k | {j})": table["P(k|j)"], "ratio": table["ratio"], "reads as": reading},
-                          hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.5f")
-                                                          for c in (f"P(k | {i})", f"P(k | {j})")})
+        tables.dataframe({"k": probes, f"X({i}, k)": table["X_ik"], f"X({j}, k)": table["X_jk"],
+                          f"P(k | {i})": table["P(k|i)"], f"P(k | {j})": table["P(k|j)"], "ratio": table["ratio"],
+                          "reads as": reading},
+                         hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.5f")
+                                                         for c in (f"P(k | {i})", f"P(k | {j})")})
     known = ", ".join(f"“{w}” {vocab.counts[vocab.index[w]]:,} times" if w in vocab.index
                       else f"“{w}” not in the vocabulary" for w in PAPER)
     st.caption(f"The paper's example is i = ice, j = steam (probes solid, gas, water, fashion) on 6 billion words. "
@@ -74,17 +80,21 @@ f1, f2, _ = st.columns([1, 1, 2])
 x_max = page.number("x_max", "x_max", 100.0, step=10.0, where=f1)
 alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
 with page.guard():
-    x = np.linspace(0, 2 * x_max, 201)  # (201,)
+    x = code.let("x", "np.linspace(0, 2 * x_max, 201)")  # (201,)
+    f = code.call("f", weighting, x, x_max, alpha, note="000 eq. 21: f(x) = min(1, (x / x_max)^α), f(0) = 0")
+    f_linear = code.call("f_linear", weighting, x, x_max, 1.0)
     plot, numbers = st.columns([3, 2])
     with plot:
-        figures.show(figures.lines(x, {f"f(x), α = {alpha:g}": weighting(x, x_max, alpha),
-                                       "α = 1": weighting(x, x_max, 1.0)},
+        figures.show(figures.lines(x, {f"f(x), α = {alpha:g}": f, "α = 1": f_linear},
                                    title=f"f(x) with x_max = {x_max:g}", x_title="x = X_ij", y_title="f(x)",
                                    markers=False, dashed=["α = 1"], height=300))
     if counts is not None:
-        capped = int((counts.X.data >= x_max).sum())
-        numbers.metric("Nonzero X_ij at x_max or above (f = 1)", f"{capped:,} of {counts.X.nnz:,}")
-        numbers.metric("Mean f over the nonzero X_ij", f"{weighting(counts.X.data, x_max, alpha).mean():.3f}")
+        f_entries = code.call("f_entries", weighting, code.let("entries", "X.data"), x_max, alpha,
+                              note="f over the nonzero X_ij: the weights of eq. 19's terms")
+        capped = code.let("capped", "int((entries >= x_max).sum())")
+        mean_f = code.let("mean_f", "f_entries.mean()")
+        numbers.metric("Nonzero X_ij at x_max or above (f = 1)", f"{capped:,} of {nonzero:,}")
+        numbers.metric("Mean f over the nonzero X_ij", f"{mean_f:.3f}")
         numbers.caption("Most pairs are rare, so most terms of J are weighted well below 1; the few pairs above "
                         "x_max (mostly function words) are capped at 1 instead of dominating the sum. The paper's "
                         "x_max = 100 was set for billions of words: on ours f is tiny almost everywhere, and the "

@@ -3,18 +3,22 @@ import streamlit as st
 
 from engine import errata
 from engine.embeddings.cooccurrence import weighting
-from engine.embeddings.evaluation import PAIR_TITLES
-from engine.embeddings.glove_training import GloVeConfig, train
-from engine.embeddings.train_glove import quality
+from engine.embeddings.evaluation import PAIR_TITLES, on_shared_vocabulary
+from engine.embeddings.glove import load_glove
+from engine.embeddings.glove_training import GloVeConfig, GloVeModel, train
+from engine.embeddings.train_glove import load_shipped_glove, quality
 from ui import errata_panel, figures, glove, queued, tables, training
-from ui.loaders import glove as glove_6b
+from ui.code import Name
+from ui.loaders import glove as glove_6b_loader
 from ui.loaders import glove_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
-RESULT = "glove_training_result"  # session key: (settings, model) of the last run, finished or stopped
+RESULT = "glove_training_result"  # session key: ((corpus, pasted text, window, config), model) of the last run
 SCORED = "glove_training_scored"  # session key: (model, its scores), scored once per model
 SHIPPED = {"glove_wikipedia": "ours, with biases", "glove_wikipedia_nobias": "ours, no biases (000 eq. 19)"}
+NAMES = {"glove_wikipedia": "ours", "glove_wikipedia_nobias": "ours_nobias"}  # the code's names for them
+ENTRIES_PER_SECOND = 4_500_000  # AdaGrad steps a second at d = 50 on one core of a laptop (glove.c's loop, compiled)
 page = Page("glove_training")
 page.intro(
     "GloVe fits u_iᵀv_j to log X_ij over every nonzero count at once (000 eq. 19-20), each term weighted by "
@@ -33,6 +37,7 @@ x_max = page.number("x_max", "x_max", 10.0, step=5.0, where=c[4],
 alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=c[5])
 biases = page.toggle("Biases", "biases", True, where=c[6], help="The paper's b_i + b̃_j; 000 eq. 19 has none")
 
+code = page.code
 shipped = {}
 left, right = st.columns([3, 2])
 with right:
@@ -45,50 +50,80 @@ with right:
         ("word vectors, glove.c's default", r"w_i = u_i + v_i"),
     )
 with left, page.guard():
-    shipped = {name: glove_checkpoint(name) for name in SHIPPED}
+    shipped = {name: code.call(f"{NAMES[name]}, {NAMES[name]}_stored", load_shipped_glove, name, via=glove_checkpoint)
+               for name in SHIPPED}
     curves = {label: shipped[name][1]["losses"] for name, label in SHIPPED.items()}
     first = next(iter(shipped.values()))[1]
     figures.show(figures.lines(np.arange(1, len(first["losses"]) + 1), curves,
                                title="Shipped checkpoints: J per nonzero X_ij, epoch by epoch (Wikipedia sample)",
                                x_title="epoch", y_title="J / nonzero entries", log_y=True, height=320))
+    code.figure('px.line({"ours, with biases": ours_stored["losses"], "ours, no biases (000 eq. 19)": '
+                'ours_nobias_stored["losses"]}, log_y=True, labels=dict(index="epoch", value="J / nonzero entries"), '
+                'title="Shipped checkpoints: J per nonzero X_ij, epoch by epoch (Wikipedia sample)")')
     st.caption(f"Each: {first['config']['epochs']} epochs, d = {first['config']['dim']}, window {first['window']}, "
                f"x_max = {first['config']['x_max']:g}, α = {first['config']['alpha']:g}; "
                f"{first['seconds']:.0f} s on one CPU thread. Without biases u_iᵀv_j must also carry log of how "
                "common i and j are, and J stays higher.")
-    errata_panel.show(errata.glove_biases(shipped["glove_wikipedia_nobias"][1], shipped["glove_wikipedia"][1]))
+    glove_6b = code.call("glove_6b", load_glove, via=glove_6b_loader, note="GloVe 6B, to compare with")
+    errata_panel.show(code.call("erratum", errata.glove_biases, shipped["glove_wikipedia_nobias"][1],
+                                shipped["glove_wikipedia"][1], note="000 eq. 19 against the paper's eq. 8"))
 
 probes = training.words_in(page.text("Words to look up in your model", "probe", "government, war, city",
                                      max_chars=200))
 start = training.buttons()
+counts, trained_on = None, None
+form = "000 eq. 19 with the paper's biases (its eq. 8)" if biases else "000 eq. 19"
+training_note = f"{form}: {epochs} epochs of AdaGrad over the nonzero X_ij"
 with page.guard():
-    counts = glove.count(source, window, harmonic=True)
-    config = GloVeConfig(dim, epochs, x_max, alpha, biases=biases)
-    weights = weighting(counts.X.data, x_max, alpha)  # an x_max ≤ 0 is refused here, before any training
+    counts = glove.count(source, window, code)
+    config = code.call("config", GloVeConfig, dim, epochs, x_max, alpha, biases=biases)
+    weights = code.call("f_entries", weighting, code.let("entries", "X.data"), x_max, alpha,
+                        note="000 eq. 21: each nonzero X_ij's weight f(X_ij)")  # an x_max ≤ 0 is refused here
+    mean_f = code.let("mean_f", "f_entries.mean()")
     st.caption(f"{source}: {counts.words:,} words, {len(counts.vocab):,} in the vocabulary, X with {counts.X.nnz:,} "
-               f"nonzero entries (window {window}, 1/d); an epoch visits each once. Mean f(X_ij) {weights.mean():.3f}.")
+               f"nonzero entries (window {window}, 1/d); an epoch visits each once. Mean f(X_ij) {mean_f:.3f}.")
+    seconds = counts.X.nnz * epochs * dim / 50 / ENTRIES_PER_SECOND
+    code.slow(f"Training takes about {max(seconds, 1):,.0f} s on one core of a laptop CPU, and loading GloVe 6B "
+              "about 10 s")
+    trained_on = (source, counts.text, window, config)
     if start:
-        training.run("glove", RESULT, (source, window, config),
+        training.run("glove", RESULT, trained_on,
                      lambda report: train(counts.X, counts.vocab, config, on_progress=report, reports=25),
                      lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.entries_per_second:,.0f} entries/s",
-                     estimate=10.0, label="J per nonzero X_ij", x_label="epoch")
+                     estimate=seconds, label="J per nonzero X_ij", x_label="epoch")
+    if not training.finished(st.session_state.get(RESULT), trained_on):  # the code trains at the settings on screen
+        code.later("model", train, counts.X, counts.vocab, config, note=training_note)
+        code.later("vectors", GloVeModel.word_vectors, Name("model"), note="w_i = u_i + v_i, glove.c's default")
+        training.later_neighbours(code, probes, counts.vocab)
+        code.later("scores", quality, Name("vectors"), glove_6b,
+                   note="analogies and rated pairs: on your words, and beside GloVe 6B on the words both hold")
 
 rows = {}
 result = st.session_state.get(RESULT)
 if result is not None:
-    (trained_on, trained_window, trained), model = result
-    vectors = model.word_vectors()
-    st.subheader(f"Your model ({training.state(model)}): {trained_on}, window {trained_window}, d = {trained.dim}, "
+    (trained_source, _, trained_window, trained), model = result
+    fresh = training.finished(result, trained_on)
+    if fresh:
+        model = code.call("model", train, counts.X, counts.vocab, config, via=lambda *_: result[1], note=training_note)
+        code.let("losses", "model.losses")
+        vectors = code.call("vectors", model.word_vectors, note="w_i = u_i + v_i, glove.c's default")
+    else:  # a run stopped early, or of other settings: shown, not the code's
+        vectors = model.word_vectors()
+    st.subheader(f"Your model ({training.state(model)}): {trained_source}, window {trained_window}, d = {trained.dim}, "
                  f"{'biases' if trained.biases else 'no biases'}, {len(vectors):,} words, {model.seconds:.1f} s")
     training.loss_curve(model.losses, label="J per nonzero X_ij", x_label="epoch")
-    training.neighbour_columns(page, vectors, probes)
+    training.neighbour_columns(page, vectors, probes, recorded=fresh)
     with page.guard():
         scored = st.session_state.get(SCORED)
         if scored is None or scored[0] is not model:
-            reference = glove_6b()
+            reference = glove_6b_loader()
             st.session_state[SCORED] = scored = (model, queued.run(
                 "evaluate", ("glove", id(model)), lambda report: quality(vectors, reference),  # the job holds model
                 "Scoring your vectors on the analogies and rated pairs", estimate=2.0))
         measured = scored[1]
+        if fresh:
+            code.call("scores", quality, vectors, glove_6b, via=lambda *_: measured,
+                      note="analogies and rated pairs: on your words, and beside GloVe 6B on the words both hold")
         st.caption(f"Your model on its own words: {training.scores_text(measured['metrics'])}.")
         rows = {"yours": measured["shared"]["ours"], "GloVe 6B, your model's words": measured["shared"]["glove_6b"]}
 
@@ -107,8 +142,11 @@ if shipped:
                "pairs. GloVe 6B saw 6 billion words, ours 453 thousand.")
     word = page.text("Neighbours of", "word", "war", max_chars=40).strip().lower()
     with page.guard():
-        ours = {label: shipped[name][0] for name, label in SHIPPED.items()}
-        theirs = glove.glove_6b_on(next(iter(SHIPPED)))
-        for column, (label, vecs) in zip(st.columns(3), (ours | {"GloVe 6B, the same words": theirs}).items()):
+        cut = next(iter(SHIPPED))
+        _, theirs = code.call("ours_shared, glove_6b_shared", on_shared_vocabulary, shipped[cut][0], glove_6b,
+                              via=lambda *_: glove.shared_with_glove_6b(cut), note="both cut to the words both hold")
+        shown = [(label, NAMES[name], shipped[name][0]) for name, label in SHIPPED.items()]
+        shown.append(("GloVe 6B, the same words", "glove_6b", theirs))
+        for column, (label, name, vecs) in zip(st.columns(3), shown):
             with column:
-                neighbour_table(vecs.neighbours(word, 10), label)
+                neighbour_table(code.call(f"{name}_nearest", vecs.neighbours, word), label)

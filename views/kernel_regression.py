@@ -1,6 +1,4 @@
-import numpy as np
 import streamlit as st
-import torch
 
 from engine.attention import kernel_regression as kr
 from ui import figures
@@ -23,30 +21,36 @@ kernel = KERNEL_LABELS[kernel_label]
 
 
 @st.cache_data(max_entries=64)
-def sweep(n_train: int, noise: float, seed: int) -> tuple[list[float], dict[str, list[float]]]:
-    data = kr.make_regression_data(n_train, noise, seed)
-    bandwidths = torch.logspace(np.log10(0.05), np.log10(3.0), 25)
-    errors = kr.bandwidth_sweep(data, bandwidths)
-    return bandwidths.tolist(), {name.title(): e.tolist() for name, e in errors.items()}
+def sweep(n_train: int, noise: float, seed: int) -> dict:
+    """The bandwidth sweep once per server for each data set: 75 fits, the page's slowest step."""
+    return kr.bandwidth_sweep(kr.make_regression_data(n_train, noise, seed), kr.bandwidth_grid())
 
-
-data = kr.make_regression_data(n_train, noise, seed)
-fit = kr.nadaraya_watson(data.x_query, data.x_train, data.y_train, kernel, bandwidth)
-covered = ~torch.isnan(fit.predictions)
-mse = float(((fit.predictions[covered] - data.y_true[covered]) ** 2).mean()) if covered.any() else float("nan")
+code = page.code
+data = code.call("data", kr.make_regression_data, n_train, noise, seed,
+                 note="noisy samples of 2 sin x + x^0.8 at random points of [0, 5), and 51 evenly spaced queries")
+queries, keys, values, truth = code.let(
+    "queries, keys, values, truth", "data.x_query, data.x_train, data.y_train, data.y_true",
+    note="001 §1.3: the queries are where we estimate, the keys where we observed, the values what we observed")
+fit = code.call("fit", kr.nadaraya_watson, queries, keys, values, kernel, bandwidth,
+                note="001 §1.3, Nadaraya-Watson: f(q) = Σ_i v_i α(q, k_i) / Σ_j α(q, k_j)")
+mse = code.call("mse", kr.fit_error, fit, truth, note="mean squared error against the true curve")
+code.figure('go.Figure([go.Scatter(x=keys, y=values, mode="markers", name="observations (k_i, v_i)"),\n'
+            '           go.Scatter(x=queries, y=truth, name="true curve 2 sin x + x^0.8"),\n'
+            f'           go.Scatter(x=queries, y=fit.predictions, name="f(q), {kernel} kernel")],\n'
+            '          layout={"title": "Nadaraya-Watson estimate", "xaxis_title": "x", "yaxis_title": "y"})')
 
 left, right = st.columns([3, 2])
 with left:
     figures.show(figures.points_and_curves(
-        {"observations (k_i, v_i)": (data.x_train.tolist(), data.y_train.tolist())},
-        {"true curve 2 sin x + x^0.8": (data.x_query.tolist(), data.y_true.tolist()),
-         f"f(q), {kernel_label.lower()} kernel": (data.x_query.tolist(), fit.predictions.tolist())},
+        {"observations (k_i, v_i)": (keys.tolist(), values.tolist())},
+        {"true curve 2 sin x + x^0.8": (queries.tolist(), truth.tolist()),
+         f"f(q), {kernel_label.lower()} kernel": (queries.tolist(), fit.predictions.tolist())},
         title="Nadaraya-Watson estimate", x_title="x (queries and keys)", y_title="y (values)"))
     m1, m2 = st.columns(2)
     m1.metric("Mean squared error against the true curve", f"{mse:.4f}")
     m2.metric("Queries with no key inside the kernel", fit.uncovered)
     if fit.uncovered:
-        st.warning(f"{fit.uncovered} of {len(data.x_query)} queries have no training point within h = {bandwidth} "
+        st.warning(f"{fit.uncovered} of {len(queries)} queries have no training point within h = {bandwidth} "
                    "under this compact kernel, so f(q) is 0/0 there and the curve has gaps. Widen h.")
 with right:
     equations(
@@ -61,11 +65,14 @@ with right:
 st.subheader("Attention weights")
 st.caption("Row i is one query; its weights over the keys sum to 1. Smaller h sharpens the diagonal.")
 figures.show(figures.heatmap(
-    fit.weights.numpy(), data.x_train.tolist(), data.x_query.tolist(), categorical=False,
+    fit.weights.numpy(), keys.tolist(), queries.tolist(), categorical=False,
     title=f"α(q, k) / Σ α, {kernel_label.lower()} kernel, h = {bandwidth}", x_title="key k_i", y_title="query q",
     zmax=None, height=520))
 
 st.subheader("Choosing the bandwidth")
-bandwidths, errors = sweep(n_train, noise, seed)
-figures.show(figures.lines(bandwidths, errors, title="Error against the true curve over h (bias against variance)",
+bandwidths = code.call("bandwidths", kr.bandwidth_grid,
+                       note="the error of every kernel over the slider's range of h: bias against variance")
+errors = code.call("errors", kr.bandwidth_sweep, data, bandwidths, via=lambda *_: sweep(n_train, noise, seed))
+figures.show(figures.lines(bandwidths.tolist(), {name.title(): e.tolist() for name, e in errors.items()},
+                           title="Error against the true curve over h (bias against variance)",
                            x_title="bandwidth h", y_title="mean squared error", log_x=True, log_y=True))

@@ -3,9 +3,12 @@ import statistics
 import streamlit as st
 import torch
 
+from engine.llm import generation
+from engine.llm.smollm import load as load_smollm
 from engine.transformer import cache_sizes as cs
-from engine.transformer.kv_cache import (EXAMPLE_W_K, EXAMPLE_W_Q, EXAMPLE_W_V, EXAMPLE_X, cached_attention_steps,
-                                         generation_work, time_generation_steps)
+from engine.transformer.kv_cache import (cache_growth, cached_attention_steps, generated_both_ways, generation_work,
+                                         time_generation_steps)
+from engine.transformer.train import load_lm
 from ui import defaults, figures, llm, tables
 from ui.loaders import char_model, prompt_ids
 from ui.measured import shared_timing, timing_lines
@@ -13,6 +16,7 @@ from ui.page import Page, equations
 from ui.smollm import smollm
 
 page = Page("kv_cache")
+code = page.code
 page.intro(
     "Generating token T+1 adds one row to the masked score matrix and no column to the earlier rows "
     "(000 eq. 88): the new query needs every earlier key and value, but no earlier query is needed again. "
@@ -20,7 +24,15 @@ page.intro(
 )
 
 st.subheader("The worked example of 002 §2.5, step by step")
-steps = cached_attention_steps(EXAMPLE_X, EXAMPLE_W_Q, EXAMPLE_W_K, EXAMPLE_W_V)
+X = code.let("X", "torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)",
+             note="002 §2.5.1: three 2-dimensional tokens and their projections")
+W_Q = code.let("W_Q", "torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)")
+W_K = code.let("W_K", "torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=torch.float64)")
+W_V = code.let("W_V", "torch.tensor([[0.5, -0.5], [1.0, 0.5]], dtype=torch.float64)")
+steps = code.call("steps", cached_attention_steps, X, W_Q, W_K, W_V,
+                  note="002 §2.5 steps 1-6: q_t, k_t, v_t of the new token only; K, V grow by one row")
+code.let("outputs", "torch.stack([s.z for s in steps])", note="z_t; each equals row t of uncached masked attention")
+code.let("uncached_outputs", "torch.stack([s.uncached_z for s in steps])")
 
 
 def fmt(t: torch.Tensor) -> str:
@@ -31,7 +43,7 @@ def fmt(t: torch.Tensor) -> str:
 
 tables.dataframe({
     "step t": [s.t for s in steps],
-    "x_t": [fmt(EXAMPLE_X[s.t - 1]) for s in steps],
+    "x_t": [fmt(X[s.t - 1]) for s in steps],
     "q_t = x_t W^Q (not cached)": [fmt(s.q) for s in steps],
     "k_t = x_t W^K": [fmt(s.k) for s in steps],
     "v_t = x_t W^V": [fmt(s.v) for s in steps],
@@ -44,7 +56,8 @@ st.caption("k_1..k_3 = [1, 4], [3, 10], [5, 16] and v_1..v_3 = [2.5, 0.5], [5.5,
            "The keys grow fast, so each query picks its own token almost surely.")
 
 st.subheader("Generation with and without the cache")
-model, vocab, _ = char_model("causal")
+model, vocab, _ = code.call("model, vocab, extra", load_lm, "causal", via=char_model,
+                            note="000 §8.3's character TransformerLM, generating with and without the cache")
 REPEATS, WARMUP, THREADS = 5, 1, 1
 c1, c2 = st.columns([3, 1])
 prompt = page.text("Prompt", "prompt", defaults.KV_PROMPT, 2000, where=c1)
@@ -56,19 +69,43 @@ def ms(seconds: list[float]) -> str:
     return f"{statistics.median(seconds) * 1e3:.0f} ms ({min(seconds) * 1e3:.0f}–{max(seconds) * 1e3:.0f})"
 
 
-with page.guard():
-    ids, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - defaults.KV_LONGEST)
-    # the default prompt was generated as the server started, at its default length and at the longest, of which
-    # every other length is a prefix; a typed prompt at the length asked
+def generated(model, ids: torch.Tensor, n_new: int, temperature: float) -> tuple[list[int], list[int]]:
+    """generated_both_ways through the server's cache (ui/defaults.py), which has the default prompt at its
+    default length and at the longest, of which every other length is a prefix; a typed prompt at the length
+    asked."""
     longest = prompt == defaults.KV_PROMPT and n_new != defaults.KV_SHOWN
     cached, plain = defaults.generated_both_ways(prompt, defaults.KV_LONGEST if longest else n_new)
-    text, same = vocab.decode(cached[:n_new]), cached[:n_new] == plain[:n_new]
+    return cached[:n_new], plain[:n_new]
+
+
+def timing_note(prompt_len: int, n_new: int) -> str:
+    """How long time_generation_steps takes on a laptop core: each step runs one token against the cache (about
+    3 ms) and the whole prefix uncached (about 0.15 ms a token), WARMUP + REPEATS times."""
+    seconds = (WARMUP + REPEATS) * n_new * (3e-3 + 1.5e-4 * (prompt_len + n_new / 2))
+    return f"Timing the {n_new} steps takes about {max(1, round(seconds))} s on one core of a laptop CPU"
+
+
+with page.guard():
+    _, prompt = prompt_ids(page, prompt, vocab, model.config.max_seq_len - defaults.KV_LONGEST)
+    ids = code.call("ids", vocab.encode, prompt)
+    cached, plain = code.call("cached, plain", generated_both_ways, model, ids, n_new, defaults.KV_TEMPERATURE,
+                              via=generated, note="000 eq. 86-89: the same draws with the cache and without it")
+    text = code.call("text", vocab.decode, cached)
+    same = code.let("same", "cached == plain")
     st.code(prompt + "⟶" + text, language=None, wrap_lines=True)
     st.caption(f"Sampled at temperature {defaults.KV_TEMPERATURE} with one seed, so both runs draw the same "
                "random numbers.")
     (st.success if same else st.error)("Identical tokens with and without the cache." if same else
                                        "The cached and uncached runs differ.")
-    work = {use: generation_work(model.config, len(ids), n_new, use) for use in (True, False)}
+    config, prompt_len = code.let("config", "model.config"), code.let("prompt_len", "len(ids)")
+    work = {use: code.call(f"{'with' if use else 'without'}_cache", generation_work, config, prompt_len, n_new, use,
+                           note="002 §2.5: with the cache Σ O(t) = O(n²) work, without it Σ O(t²) = O(n³)"
+                           if use else None) for use in (True, False)}
+    code.let("fewer_scores", "without_cache.scores / with_cache.scores")
+    code.let("fewer_projections", "without_cache.projected / with_cache.projected")
+    code.let("cache_numbers", "with_cache.cache_numbers")
+    code.figure('px.line(x=list(range(prompt_len + 1, prompt_len + new + 1)), y=[n * 4 / 1024 for n in cache_numbers], '
+                'labels={"x": "position", "y": "KiB"}, title="The cache grows by one K and V row per layer")')
     left, right = st.columns([3, 2])
     with right:
         equations(
@@ -90,6 +127,9 @@ with page.guard():
         st.caption(f"Counted, not timed: the {n_new} steps after a prompt of {len(ids)} characters, over "
                    f"{model.config.n_layers} layers and {model.config.n_heads} heads (without the cache every step "
                    "forms the whole score matrix, masked half included). The same on any machine.")
+        code.later("timings", time_generation_steps, model, ids, n_new, REPEATS, WARMUP, threads=THREADS,
+                   note="each step timed with the cache and without it, in turn; timings.speedups() compares them")
+        code.slow(timing_note(len(ids), n_new))
         measured = shared_timing(
             ("kv_cache", prompt, n_new),
             lambda progress: time_generation_steps(model, ids, n_new, REPEATS, WARMUP, threads=THREADS,
@@ -117,13 +157,20 @@ with page.guard():
                                       title="Time per generated token: median, fastest to slowest run"))
 
 st.subheader("A real cache: SmolLM2-135M generating")
-lm = smollm() if prompt.strip() else None  # an empty prompt is already refused above
+lm = code.call("lm", load_smollm, via=smollm, note="SmolLM2-135M: a real cache, measured as it grows"
+               ) if prompt.strip() else None  # an empty prompt is already refused above
 if lm is not None:
     with page.guard():
-        ids = llm.prompt_ids(page, lm, prompt, defaults.KV_SMOLLM_TOKENS, chat=False)
-        grown = llm.growth(ids, defaults.KV_SMOLLM_STEPS, _lm=lm)
-        smol = cs.BY_NAME["SmolLM2-135M"]  # the cache-size table's row, from SmolLM2's config.json
-        per_token = {b - a for a, b in zip(grown.numbers, grown.numbers[1:])}
+        llm.prompt_ids(page, lm, prompt, defaults.KV_SMOLLM_TOKENS, chat=False)  # says on the page what was cut
+        ids, _ = code.call("smol_ids, cut", generation.prompt_ids, lm, prompt, False, defaults.KV_SMOLLM_TOKENS)
+        grown = code.call("grown", cache_growth, code.let("llama", "lm.model"), ids, defaults.KV_SMOLLM_STEPS,
+                          via=lambda _, ids, n_new: llm.growth(ids, n_new, _lm=lm),
+                          note="greedy tokens with the cache, Σ over layers of K.numel() + V.numel() after each")
+        code.let("cache_sizes", "grown.numbers")
+        # the cache-size table's row, from SmolLM2's config.json
+        smol = code.call("smol", cs.published, "SmolLM2-135M", note="against the cache-size table's closed form")
+        per_token = code.let("per_token", "sorted({b - a for a, b in zip(grown.numbers, grown.numbers[1:])})")
+        code.call("closed_form_per_token", smol.elements_per_token)
         closed_form = f"2 · {smol.layers} layers · {smol.kv_heads} KV heads · {smol.head_dim} · tokens"
         st.code(lm.tokenizer.decode(ids) + "⟶" + lm.tokenizer.decode(grown.tokens), language=None, wrap_lines=True)
         left, right = st.columns([3, 2])

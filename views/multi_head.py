@@ -1,7 +1,7 @@
 import streamlit as st
-import torch
 
-from engine.attention.multihead import init_multihead, multi_head_per_head, multi_head_steps, one_query_at_a_time
+from engine.attention.multihead import (init_multihead, multi_head_per_head, multi_head_steps, one_query_at_a_time,
+                                        random_tokens, step_tensor)
 from ui import figures, tables
 from ui.page import Page, equations, gaps
 
@@ -19,9 +19,18 @@ causal = page.toggle("Causal mask", "causal", True, where=c5)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c6)
 
 with page.guard():
-    x = torch.randn(B, T, C, generator=torch.Generator().manual_seed(seed))  # (B, T, C)
-    weights = init_multihead(C, seed)
-    steps = multi_head_steps(x, weights, H, causal)
+    code = page.code
+    x = code.call("x", random_tokens, B, T, C, seed, note="a batch of random token vectors, (B, T, C)")
+    weights = code.call("weights", init_multihead, C, seed, note="000 eq. 64, 68: W_qkv = [W_Q | W_K | W_V], and W_O")
+    steps = code.call("steps", multi_head_steps, x, weights, H, causal,
+                      note="000 §8.3.2, eq. 71-82: each line of the forward and the tensor it makes")
+    attention = code.call("attention", step_tensor, steps, "att = F.softmax(att, dim=-1)",
+                          note="000 eq. 80: every head's attention weights, (B, H, T, T)")
+    concat = code.call("concat", step_tensor, steps, "y = y.transpose(1, 2).contiguous().view(B, T, C)",
+                       note="000 eq. 82: the heads' outputs side by side, concat(O_1, …, O_h), (B, T, C)")
+    output = code.call("output", step_tensor, steps, "y = self.proj(y)", note="000 eq. 67: Y = concat(…) W_O")
+    code.figure('px.imshow(attention[0].numpy(), facet_col=0, facet_col_wrap=4, title="Each head\'s attention, '
+                'batch item 1")')
     d = C // H
     left, right = st.columns([3, 2])
     with left:
@@ -41,30 +50,30 @@ with page.guard():
         )
 
     st.subheader("Each head's attention, batch item 1")
-    attention = next(s.tensor for s in steps if s.code.startswith("att = F.softmax"))[0]  # (H, T, T)
     tokens = [f"t{i + 1}" for i in range(T)]
     # one head large enough to read its numbers, then every head small, four to a row, as patterns only
     shown = page.slider("Head shown with its numbers", "head", 1, H, 1)
-    figures.show(figures.heatmap(attention[shown - 1].numpy(), tokens, tokens, title=f"head {shown}",
+    figures.show(figures.heatmap(attention[0, shown - 1].numpy(), tokens, tokens, title=f"head {shown}",
                                  x_title="key", y_title="query", annotate=True, height=120 + 36 * T))
     per_row = 4
     for first in range(0, H, per_row):
         for column, head in zip(st.columns(per_row), range(first, min(first + per_row, H))):
             with column:
-                figures.show(figures.heatmap(attention[head].numpy(), tokens, tokens, title=f"head {head + 1}",
+                figures.show(figures.heatmap(attention[0, head].numpy(), tokens, tokens, title=f"head {head + 1}",
                                              annotate=False, height=220, showscale=False))
 
     st.subheader("Heads side by side, then mixed by W_O")
-    concat = steps[-2].tensor[0]  # (T, C) before the output projection
     columns = [f"h{j // d + 1}·{j % d}" for j in range(C)]
-    figures.show(figures.heatmap(concat.numpy(), columns, tokens, title="concat(O_1, …, O_h) for batch item 1",
+    figures.show(figures.heatmap(concat[0].numpy(), columns, tokens, title="concat(O_1, …, O_h) for batch item 1",
                                  x_title="head · dimension", y_title="token", zmin=None, zmax=None, zmid=0.0,
                                  colorscale="RdBu_r", annotate=False, height=320))
 
     st.subheader("Checks, computed")
-    gaps(("max |batched − one head at a time| (002 §2.1.3)", multi_head_per_head(x, weights, H, causal),
-          steps[-1].tensor),
-         ("max |matrix form − one query at a time| (000 eq. 55 vs 62)", one_query_at_a_time(x, weights, H, causal),
-          concat[:, :d]))
+    per_head = code.call("per_head", multi_head_per_head, x, weights, H, causal,
+                         note="002 §2.1.3: the same layer one head at a time, Concat(head_1, …, head_h) W_O")
+    per_query = code.call("per_query", one_query_at_a_time, x, weights, H, causal,
+                          note="000 eq. 55: head 1 of batch item 1, one query at a time")
+    gaps(("max |batched − one head at a time| (002 §2.1.3)", per_head, output),
+         ("max |matrix form − one query at a time| (000 eq. 55 vs 62)", per_query, concat[0, :, :d]))
     st.caption("Both differences are float32 rounding: splitting into heads and stacking queries change "
                "the bookkeeping, not the mathematics.")

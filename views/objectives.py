@@ -1,16 +1,15 @@
-import random
-
 import streamlit as st
-import torch
 
 from engine import errata
 from engine.errors import InputError
-from engine.transformer.objectives import causal_targets, mlm_batch, positionwise_loss, shuffle_words
+from engine.transformer.objectives import causal_loss, fine_tuning_losses, masked_loss, shuffled_words
+from engine.transformer.train import load_classifier, load_lm, unigram_loss
 from ui import errata_panel, figures
 from ui.loaders import char_model, finetuned_classifier, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
 page = Page("objectives")
+code = page.code
 page.intro(
     "The same sentence under two pre-training objectives (001 §1.9). A causal LM predicts every next character "
     "from the ones before it, so every position contributes to its loss. A masked LM sees the whole sentence "
@@ -24,27 +23,33 @@ sentence = page.text("Sentence", "text", "The deciding rubber was to be Rafter's
 rate = page.slider("Masked fraction", "rate", 0.05, 0.5, 0.15, 0.05, where=c2)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c3)
 
-causal_lm, vocab, causal_extra = char_model("causal")
-mlm, _, mlm_extra = char_model("mlm")
+causal_lm, vocab, causal_extra = code.call("causal_lm, vocab, causal_extra", load_lm, "causal", via=char_model,
+                                           note="two trained character LMs, one per objective")
+mlm, _, mlm_extra = code.call("mlm, mlm_vocab, mlm_extra", load_lm, "mlm", via=char_model)
 with page.guard():
-    ids, sentence = prompt_ids(page, sentence, vocab, min(causal_lm.config.max_seq_len, mlm.config.max_seq_len) - 1)
+    _, sentence = prompt_ids(page, sentence, vocab, min(causal_lm.config.max_seq_len, mlm.config.max_seq_len) - 1)
+    ids = code.call("ids", vocab.encode, sentence)
     if len(ids) < 2:
         raise InputError("type at least two characters: the causal loss predicts each one from the one before")
-    inputs, targets = causal_targets(ids[None])
-    with torch.no_grad():
-        causal = positionwise_loss(causal_lm, inputs[0], targets[0])
-        masked_in, masked_targets = mlm_batch(ids[None], vocab.mask_id, rate, torch.Generator().manual_seed(seed))
-        masked = positionwise_loss(mlm, masked_in[0], masked_targets[0])
+    causal_nats, causal_losses = code.call("causal_nats, causal_losses", causal_loss, causal_lm, ids,
+                                           note="003 eq. 65 (GPT's L1, negated): every position predicts the next")
+    masked_in, masked_nats, masked_losses = code.call(
+        "masked_input, masked_nats, masked_losses", masked_loss, mlm, vocab, ids, rate, seed,
+        note="001 §1.9: the masked LM is scored only where [MASK] replaced a character")
+    masked_text = code.call("masked_text", vocab.decode, masked_in)
+    code.figure('px.bar(x=[f"{i}:{c}" for i, c in enumerate(vocab.decode(ids))], y=masked_losses, '
+                'labels={"x": "character", "y": "nats"}, '
+                'title=f"Masked LM loss {masked_nats:.3f} nats: only the masked positions")')
     chars = [f"{i}:{'␣' if c == ' ' else c}" for i, c in enumerate(sentence)]  # a blank label reads as missing
-    st.markdown(f"**Masked-LM input** (▒ is [MASK]): `{vocab.decode(masked_in[0].tolist())}`")
+    st.markdown(f"**Masked-LM input** (▒ is [MASK]): `{masked_text}`")
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.bars(chars[1:], {"causal LM: −log p(x_t | x_<t)": causal.per_position.tolist()},
-                                  title=f"Causal LM loss {causal.loss:.3f} nats: all {len(ids) - 1} positions",
+        figures.show(figures.bars(chars[1:], {"causal LM: −log p(x_t | x_<t)": causal_losses.tolist()},
+                                  title=f"Causal LM loss {causal_nats:.3f} nats: all {len(ids) - 1} positions",
                                   y_title="nats", height=300))
-        figures.show(figures.bars(chars, {"masked LM: −log p(x_t | unmasked)": masked.per_position.tolist()},
-                                  title=f"Masked LM loss {masked.loss:.3f} nats: only the "
-                                        f"{int((masked_targets != -100).sum())} masked positions",
+        figures.show(figures.bars(chars, {"masked LM: −log p(x_t | unmasked)": masked_losses.tolist()},
+                                  title=f"Masked LM loss {masked_nats:.3f} nats: only the "
+                                        f"{int((~masked_losses.isnan()).sum())} masked positions",
                                   y_title="nats", height=300))
     with right:
         equations(
@@ -54,17 +59,19 @@ with page.guard():
             ("003 eq. 68-69, GPT's L2", r"L_2 = \sum_{(x, y)} \log \mathrm{softmax}(h_l^m W_y)_y"),
             ("GPT §3.2 (003 eq. 70 with λ)", r"L_3 = L_2 + \lambda\, L_1"),
         )
+        baseline = code.call("baseline", unigram_loss, vocab, via=lambda _: unigram_baseline())
         st.caption("Written here as losses (negated). 003 names these objectives differently: see below.")
         st.caption(
             f"On held-out text the causal LM scores {causal_extra['metrics']['held_out_loss']:.2f} nats per "
             f"character and the masked LM {mlm_extra['metrics']['held_out_loss']:.2f} per masked character; "
-            f"character frequencies alone give {unigram_baseline():.2f}. Both have learned spelling and common "
+            f"character frequencies alone give {baseline:.2f}. Both have learned spelling and common "
             "words from 300 news stories, the masked one from both sides (it reads up to "
             f"{mlm.config.max_seq_len} characters). Neither knows grammar or facts beyond a few words."
         )
 
 st.subheader("Fine-tuning: L3 = L2 + λ L1")
-clf, _, fine = finetuned_classifier()
+clf, _, fine = code.call("clf, clf_vocab, fine", load_classifier, via=finetuned_classifier,
+                         note="003 eq. 68: the causal LM fine-tuned with a head W_y on a labelled task")
 st.markdown(
     f"The LM was fine-tuned on a small labelled task built from the corpus: is a {96}-character snippet as "
     f"written, or are its words shuffled? Held-out accuracy {fine['metrics']['held_out_accuracy']:.1%} "
@@ -76,16 +83,20 @@ f1, f2 = st.columns(2)
 lam = page.slider("Weight λ of L1", "lam", 0.0, 2.0, 0.5, 0.1, where=f1)
 version = page.select("Text", "version", ["As written", "Words shuffled"], where=f2)
 with page.guard():
-    text = sentence if version == "As written" else shuffle_words(sentence, random.Random(seed))
-    ids, _ = prompt_ids(page, text, vocab, causal_lm.config.max_seq_len - 1)
-    with torch.no_grad():
-        losses = clf(ids[None], torch.tensor([int(version == "As written")]), lam)
-    probability = float(torch.softmax(losses["logits"][0], -1)[1])
+    as_written = version == "As written"
+    if as_written:
+        text, text_ids = sentence, ids
+    else:
+        text = code.call("shuffled", shuffled_words, sentence, seed, note="the negative class: its words shuffled")
+        prompt_ids(page, text, vocab, causal_lm.config.max_seq_len - 1)  # says which characters are unknown
+        text_ids = code.call("shuffled_ids", vocab.encode, text)
+    losses = code.call("losses", fine_tuning_losses, clf, text_ids, as_written, lam,
+                       note="003 eq. 68-70: L2 on the label, L1 on the same text, L3 = L2 + λ L1")
     st.markdown(f"`{text}`")
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("L1 (LM loss)", f"{float(losses['L1']):.3f}")
-    m2.metric("L2 (classification loss)", f"{float(losses['L2']):.3f}")
-    m3.metric(f"L3 = L2 + {lam:g} L1", f"{float(losses['L3']):.3f}")
-    m4.metric("P(as written)", f"{probability:.1%}")
-    errata_panel.show(errata.gpt_objective_names(float(losses["L1"]), float(losses["L2"]), lam,
+    m1.metric("L1 (LM loss)", f"{losses['L1']:.3f}")
+    m2.metric("L2 (classification loss)", f"{losses['L2']:.3f}")
+    m3.metric(f"L3 = L2 + {lam:g} L1", f"{losses['L3']:.3f}")
+    m4.metric("P(as written)", f"{losses['P(as written)']:.1%}")
+    errata_panel.show(errata.gpt_objective_names(losses["L1"], losses["L2"], lam,
                                                  "the fine-tuned model's losses on the text above"))

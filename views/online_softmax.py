@@ -3,7 +3,8 @@ import torch
 import torch.nn.functional as F
 
 from engine import errata
-from engine.efficiency.online_softmax import naive_softmax, online_attention, online_softmax, three_pass_softmax
+from engine.efficiency.online_softmax import (logits_as_attention, naive_softmax, online_attention, online_softmax,
+                                              prefix_softmax, random_logits, three_pass_softmax)
 from engine.errors import InputError
 from ui import errata_panel, figures, tables
 from ui.efficiency import online_softmax_figure, output_figure
@@ -33,26 +34,41 @@ as_printed = page.toggle("eq. 137 as printed", "printed", where=c3,
                          help="000 eq. 137 and 004 eq. 84 rescale o_(i−1) by e^(m_i − m_(i−1)); eq. 136's "
                               "derivation needs e^(m_(i−1) − m_i), as d_i has in eq. 130.")
 
+code = page.code
 with page.guard():
     if source == "Typed":
-        x = torch.tensor(parse_numbers(typed, MAX_LOGITS))
-        if len(x) == 0:
+        values = parse_numbers(typed, MAX_LOGITS)
+        if not values:
             raise InputError("type at least one logit, for example `1, 1000, 2`")
+        x = code.let("logits", f"torch.tensor({values})", note="the logits x_1 … x_N")
     else:
-        x = torch.randn(n, generator=torch.Generator().manual_seed(seed)) * float(magnitude)
+        x = code.call("logits", random_logits, n, scale=float(magnitude), seed=seed, note="the logits x_1 … x_N")
     N = len(x)
-    online, three = online_softmax(x), three_pass_softmax(x)
-    # one query of width 1 with K = x as a column and scale 1 gives the scores x_i = q k_i^T exactly
-    q, K = torch.ones(1), x[:, None]
-    V = torch.randn(N, 2, generator=torch.Generator().manual_seed(1))
-    attention = online_attention(q, K, V, scale=1.0, as_printed=as_printed)
+    three = code.call("three", three_pass_softmax, x, note="000 eq. 122-124: three passes, the first only for m_N")
+    online = code.call("online", online_softmax, x,
+                       note="000 eq. 130: one pass, d_i rescaled by e^(m_(i−1) − m_i) whenever the maximum grows")
+    code.let("m, d, a", "online.m, online.d, online.a")
+    rescale = code.call("rescale", online.rescaling, note="e^(m_(i−1) − m_i) at every step, 0 at the first")
+    # with d = 1 the default 1/√d is 1: the scores are the logits themselves
+    q, K, V = code.call("q, K, V", logits_as_attention, x,
+                        note="000 eq. 137 for one query of width 1 whose scores q k_i^T are the logits")
+    attention = code.call("attention", online_attention, q, K, V, as_printed=as_printed)
+    code.let("o", "attention.o")
     step = page.slider("Step i", "step", 1, N, min(4, N))
+    code.call("estimate", prefix_softmax, online, step,
+              note="after `step` logits: the softmax of the prefix, which later steps only rescale")
+    code.figure('go.Figure([go.Bar(x=list(range(1, len(logits) + 1)), y=logits.tolist(), name="x_j"), '
+                'go.Scatter(x=list(range(1, len(logits) + 1)), y=m.tolist(), name="running maximum m_i")], '
+                'layout_title_text="Online softmax: the logits and their running maximum")')
 
     left, right = st.columns([3, 2])
     with left:
         figures.show(online_softmax_figure(online, step))
         st.caption("Play runs every step in the browser; the slider above sets the step the tables show.")
-        corrected = online_attention(q, K, V, scale=1.0).o if as_printed else None
+        corrected = None
+        if as_printed:
+            corrected = code.call("corrected", online_attention, q, K, V,
+                                  note="eq. 137 rescaled by e^(m_(i−1) − m_i), as eq. 136 derives").o
         figures.show(output_figure(range(1, N + 1), attention.o, corrected))
     with right:
         equations(
@@ -71,7 +87,6 @@ with page.guard():
                        f"m multiplies the old output by e^(2(m_i − m_(i−1))) too much. Here m rises at {rises} of "
                        f"{N - 1} steps after the first.", icon=":material/warning:")
     i = step - 1
-    rescale = torch.cat([torch.zeros(1), torch.exp(online.m[:-1] - online.m[1:])])  # e^(m_(i−1) − m_i), m_0 = −∞
     st.markdown(f"**After step {step}:** m_{step} = {online.m[i]:.6g}, rescaling e^(m_{step - 1} − m_{step}) = "
                 f"{rescale[i]:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
                 f"({', '.join(f'{v:.6g}' for v in attention.o[i].tolist())})")
@@ -85,17 +100,19 @@ with page.guard():
         "d_i against m_N (eq. 123)": three.d[:step].tolist(),
         "o_i (eq. 137)": [", ".join(f"{v:.4g}" for v in row) for row in attention.o[:step].tolist()],
     }, hide_index=True)
-    settled = online.first_step_at_maximum()
+    settled = code.call("settled", online.first_step_at_maximum,
+                        note="000 eq. 126-127: d_i online equals d_i against m_N from this step on")
     before = "" if settled == 1 else (f" Before it, d_i online = (d_i against m_N) · e^(m_N − m_i), "
                                       f"and m_i < m_N at {'step 1' if settled == 2 else f'steps 1–{settled - 1}'}.")
     st.caption(f"d_i online and d_i against the global maximum agree from step {settled} on, where the running "
                f"maximum reaches m_N = {online.m[-1]:.6g} (eq. 126-127: d'_N = d_N).{before} The three-pass column "
                "needs m_N, so it can only start after a whole first pass.")
     st.subheader(f"After all {N} steps, against torch")
-    gaps(("max |online − torch.softmax|", online.a, torch.softmax(x, 0)),
-         ("max |three-pass − torch.softmax|", three.a, torch.softmax(x, 0)),
+    reference = code.let("reference", "torch.softmax(logits, 0)", note="against torch")
+    gaps(("max |online − torch.softmax|", online.a, reference),
+         ("max |three-pass − torch.softmax|", three.a, reference),
          ("max |o_N − SDPA|", attention.o[-1], F.scaled_dot_product_attention(q[None], K, V, scale=1.0)[0]))
-    naive = naive_softmax(x)
+    naive = code.call("naive", naive_softmax, x, note="without the maximum: e^x overflows float32 past x ≈ 88.7")
     wrong = int((~torch.isclose(naive, online.a, rtol=1e-4, atol=1e-7)).sum())  # NaN is never close
     if wrong:
         st.info(f"Without the maximum, e^(x_i) / Σ e^(x_j) gets {wrong} of {N} weights wrong "

@@ -1,7 +1,6 @@
 import streamlit as st
-import torch
 
-from engine.attention.equivariance import check_equivariance, token_embeddings
+from engine.attention.equivariance import check_equivariance, shuffled_order, token_embeddings
 from engine.attention.multihead import init_multihead
 from ui import figures
 from ui.inputs import parse_order, parse_tokens
@@ -25,18 +24,27 @@ encoding = page.select("Positions", "pos", list(ENCODING_LABELS), help="Position
                        "after shuffling, slot t still gets position t", where=c5)
 
 with page.guard():
-    tokens = parse_tokens(sentence)
-    n = len(tokens)
+    code = page.code
+    parse_tokens(sentence)  # refuses an empty or over-long sentence before anything is recorded
+    tokens = code.let("tokens", "text.split()", note="the sentence's tokens")
     if how == "Reversed":
-        order = list(range(n))[::-1]
+        new_order = code.let("new_order", "list(range(len(tokens)))[::-1]", note="the new order: reversed")
     elif how == "Shuffled":
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+        new_order = code.call("new_order", shuffled_order, tokens, seed, note="the new order: shuffled")
     else:
-        order = parse_order(page.text("Order (new position i takes old token order[i])", "perm",
-                                      " ".join(map(str, range(n))), 100), n)
-    X = token_embeddings(tokens, d_model, seed)  # (T, C)
-    check = check_equivariance(X, init_multihead(d_model, seed), order, ENCODING_LABELS[encoding])
-    shuffled = [tokens[i] for i in order]
+        typed = parse_order(page.text("Order (new position i takes old token order[i])", "perm",
+                                      " ".join(map(str, range(len(tokens)))), 100), len(tokens))
+        new_order = code.let("new_order", repr(typed), note="the new order: new position i takes old token order[i]")
+    X = code.call("X", token_embeddings, tokens, d_model, seed, note="a fixed random vector per word, (T, C)")
+    weights = code.call("weights", init_multihead, d_model, seed, note="one head: W_Q, W_K, W_V, each (C, C)")
+    check = code.call("check", check_equivariance, X, weights, new_order, ENCODING_LABELS[encoding],
+                      note="002 §2.3.1: attention of X and of X' = P X; without positions A' = P A Pᵀ")
+    weights_error, output_error = code.let(
+        "weights_error, output_error", "check.weights_error, check.output_error",
+        note="max |A' − P A Pᵀ| and max |Attention(P X) − P Attention(X)|: float32 rounding without positions")
+    code.figure('slots = [f"{t} {tokens[i]}" for t, i in enumerate(new_order)]  # a repeated word keeps its own row\n'
+                'px.imshow(check.A_permuted.numpy(), x=slots, y=slots, title="A′ of P X (P A Pᵀ without positions)")')
+    shuffled = [tokens[i] for i in new_order]
     st.markdown(f"**X:** {' · '.join(tokens)}  \n**X′ = P X:** {' · '.join(shuffled)}")
 
     g1, g2, g3 = st.columns(3)
@@ -47,14 +55,14 @@ with page.guard():
         figures.show(figures.heatmap(check.A_permuted.numpy(), shuffled, shuffled, title="A′ of P X",
                                      x_title="key", y_title="query", showscale=False))
     with g3:
-        figures.show(figures.heatmap((check.P @ check.A @ check.P.T).numpy(), shuffled, shuffled,
+        figures.show(figures.heatmap(check.A_reordered.numpy(), shuffled, shuffled,
                                      title="P A Pᵀ", x_title="key", y_title="query", showscale=False))
     left, right = st.columns([3, 2])
     with left:
         m1, m2 = st.columns(2)
-        m1.metric("max |A′ − P A Pᵀ|", f"{check.weights_error:.1e}")
-        m2.metric("max |Attention(P X) − P Attention(X)|", f"{check.output_error:.1e}")
-        if check.weights_error < 1e-5:
+        m1.metric("max |A′ − P A Pᵀ|", f"{weights_error:.1e}")
+        m2.metric("max |Attention(P X) − P Attention(X)|", f"{output_error:.1e}")
+        if weights_error < 1e-5:
             st.success("A′ = P A Pᵀ to float32 rounding: the shuffled sentence gets the same attention, shuffled.")
         else:
             st.info("With positions, each token's query and key depend on the slot it now sits in, "

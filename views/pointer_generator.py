@@ -1,6 +1,7 @@
 import streamlit as st
 
 from engine.seq2seq.decode import translate
+from engine.seq2seq.model import load_shipped_seq2seq
 from ui import figures, tables
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
@@ -18,24 +19,33 @@ page.intro(
     "vocabulary are written through an extended vocabulary made of the input's own characters."
 )
 text = checked_input(page, page.text("Input", "text", "call ximena on the 3rd of march 2021", max_chars=200))
-model, extra = seq2seq_checkpoint("pointer")
+code = page.code
+model, record = code.call("model, record", load_shipped_seq2seq, "pointer", via=seq2seq_checkpoint,
+                         note="record: training losses and held-out metrics")
 with page.guard():
-    result = translate(model, text)
+    result = code.call("result", translate, model, text,
+                       note="greedy decoding; every step mixes generating and copying (000 eq. 52-53)")
+    code.let("output", "result.output")
+    attention = code.let("attention", "result.attention", note="000 eq. 52: a_tj, the pointer's distribution")
+    gate = code.let("gate", "result.gate", note="See et al.'s gate g at every step: 1 generates, 0 copies")
+    p_vocab = code.let("p_vocab", "result.p_vocab", note="the written character's probability under each part")
+    p_ptr = code.let("p_ptr", "result.p_ptr")
+    p_final = code.let("p_final", "result.p_final")
+    mixture = code.let("mixture", "gate * p_vocab + (1 - gate) * p_ptr", note="000 eq. 53's mixture, by hand")
+    gap = code.let("gap", "float((mixture - p_final).abs().max())", note="against the model's own p(y)")
     st.subheader(f"“{result.source}” → {result.output}")
     labels = output_labels(result.output, len(result.attention))
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.bars(labels, {"g (generate)": result.gate.tolist(),
-                                           "1 − g (copy)": (1 - result.gate).tolist()},
+        figures.show(figures.bars(labels, {"g (generate)": gate.tolist(), "1 − g (copy)": (1 - gate).tolist()},
                                   title="The gate at every step", y_title="weight"))
-        mixture = result.gate * result.p_vocab + (1 - result.gate) * result.p_ptr
-        tables.dataframe({"step": labels, "g": result.gate.numpy(), "p_vocab(y)": result.p_vocab.numpy(),
-                          "p_ptr(y)": result.p_ptr.numpy(), "g·p_vocab + (1−g)·p_ptr": mixture.numpy(),
-                          "p(y) from the model": result.p_final.numpy()}, hide_index=True,
+        tables.dataframe({"step": labels, "g": gate.numpy(), "p_vocab(y)": p_vocab.numpy(), "p_ptr(y)": p_ptr.numpy(),
+                          "g·p_vocab + (1−g)·p_ptr": mixture.numpy(), "p(y) from the model": p_final.numpy()},
+                         hide_index=True,
                          column_config={k: st.column_config.NumberColumn(format="%.4f")
                                         for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
                                                   "p(y) from the model")})
-        attention_heatmap(result.attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
+        attention_heatmap(attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
         st.caption(LABEL_KEY + " Each step is labelled with the character it writes.")
     with right:
         equations(
@@ -45,6 +55,8 @@ with page.guard():
             ("See et al.'s gate (not a sentinel)",
              r"g = \sigma(w_g^\top [s_t;\, c_t;\, \operatorname{emb}(y_{t-1})] + b_g)"),
         )
-        st.metric("max |mixture − model's p(y)|", f"{float((mixture - result.p_final).abs().max()):.1e}")
+        st.metric("max |mixture − model's p(y)|", f"{gap:.1e}")
         st.markdown("**Held-out (2,000 generated names and dates)**")
-        metrics_table({"pointer-generator": extra["metrics"]})
+        metrics_table({"pointer-generator": record["metrics"]})
+code.figure('px.bar(x=[f"{t} {c}" for t, c in enumerate(output + "■")][:len(gate)], y=gate.numpy(), '
+            'labels={"x": "step", "y": "g"}, title="The gate at every step: g generates, 1 − g copies")')

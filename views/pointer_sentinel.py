@@ -1,7 +1,7 @@
 import streamlit as st
 
 from engine.embeddings.corpus import tokenize
-from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, perplexity_as_unk, read_passage
+from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, load_shipped_sentinel, perplexity_as_unk, read_passage
 from ui import figures, tables
 from ui.loaders import sentinel_model
 from ui.page import Page, equations
@@ -19,38 +19,53 @@ PASSAGE = ("The chair of the federal reserve janet yellen said on tuesday that i
            "labour market had not recovered. Asked whether the bank would raise rates this year, yellen said that "
            "it would depend on the economy.")
 text = page.text("Passage", "text", PASSAGE, max_chars=3000, area=True)
-model, extra = sentinel_model("sentinel")
-lstm, lstm_extra = sentinel_model("sentinel_lstm")
-vocab = extra["vocab"]
+code = page.code
+model, extra = code.call("model, extra", load_shipped_sentinel, "sentinel", via=sentinel_model,
+                         note="the pointer sentinel LM trained for this project, and the same LSTM without a pointer")
+lstm, lstm_extra = code.call("lstm, lstm_extra", load_shipped_sentinel, "sentinel_lstm", via=sentinel_model)
+vocab = code.let("vocab", 'extra["vocab"]')
 with page.guard():
-    words = [w for line in tokenize(text) for w in line]
+    lines = code.call("lines", tokenize, text)
+    words = code.let("words", "[w for line in lines for w in line]")
     window_column, word_column = st.columns(2)  # side by side, so a projector shows the first figure
     with window_column:
         window = page.slider("Window L (words the pointer sees)", "L", 1, WINDOW, WINDOW)
         if window > len(words):
             st.caption(f"L = {window} is longer than the passage ({len(words)} words): the window holds all of it.")
-    passage = read_passage(model, vocab, words, window)
+    passage = code.call("passage", read_passage, model, vocab, words, window,
+                        note="000 eq. 53 at every word after the first, each predicted from those before it")
     if passage.cut:
         page.notice(f"The passage has {len(words):,} words; only its first {MAX_WORDS} are read.")
-    mix, n = passage.mixture, len(passage.words)
+    mix = code.let("mix", "passage.mixture")
+    g, p_vocab, p_ptr, p = code.let("g, p_vocab, p_ptr, p", "mix.gate, mix.p_vocab, mix.p_ptr, mix.p",
+                                    note="000 eq. 53: p(next word) = g p_vocab + (1 − g) p_ptr, each (T,)")
+    share = code.call("share", mix.pointer_share, note="how much of p came from the pointer: (1 − g) p_ptr / p")
+    n = len(passage.words)
     labels = [f"{t + 1} {w}" + ("" if known else " *") for t, (w, known) in
               enumerate(zip(passage.words[1:], passage.known[1:]))]
     with word_column:
-        t = page.slider("Predicting word", "word", 1, n - 1, passage.first_copy() + 1) - 1
+        word = page.slider("Predicting word", "word", 1, n - 1, passage.first_copy() + 1)
+    positions, a = code.call("positions, a", passage.pointer_softmax, word, window,
+                             note="a = softmax([z; q·s]) over the window and the sentinel, predicting words[word]")
+    perplexity = code.call("perplexity", perplexity_as_unk, model, vocab, words, window,
+                           note="this passage's perplexity, an unknown word read and predicted as <unk>")
+    lstm_perplexity = code.call("lstm_perplexity", perplexity_as_unk, lstm, vocab, words, window)
+    code.figure('labels = [f"{t} {w}" for t, w in enumerate(passage.words) if t]\n'
+                'go.Figure([go.Bar(x=labels, y=g * p_vocab, name="g · p_vocab (generate)"),\n'
+                '           go.Bar(x=labels, y=(1 - g) * p_ptr, name="(1 − g) · p_ptr (copy)")],\n'
+                '          layout={"barmode": "stack", "title": "p(next word) = g p_vocab + (1 − g) p_ptr"})')
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.bars(labels, {"g · p_vocab (generate)": (mix.gate * mix.p_vocab).tolist(),
-                                           "(1 − g) · p_ptr (copy)": ((1 - mix.gate) * mix.p_ptr).tolist()},
+        figures.show(figures.bars(labels, {"g · p_vocab (generate)": (g * p_vocab).tolist(),
+                                           "(1 − g) · p_ptr (copy)": ((1 - g) * p_ptr).tolist()},
                                   title="p(next word) = g p_vocab + (1 − g) p_ptr, each word split into its two parts",
                                   y_title="probability", stacked=True))
         st.caption("Each bar is the probability the model gave the word that came next; * marks a word outside "
                    "the vocabulary, read as <unk>, which only the pointer can predict.")
-        start = max(0, t - window + 1)
-        seen = [f"{i} {passage.words[i]}" for i in range(start, t + 1)]
-        figures.show(figures.bars(seen + ["sentinel"], {"a_i": [*(mix.attention[t, start:t + 1] * (1 - mix.gate[t])
-                                                                  ).tolist(), float(mix.gate[t])]},
-                                  title=f"Predicting “{passage.words[t + 1]}”: one softmax over the window and the "
-                                        f"sentinel (g = {float(mix.gate[t]):.3f})", y_title="a"))
+        seen = [f"{i} {passage.words[i]}" for i in positions]
+        figures.show(figures.bars(seen + ["sentinel"], {"a_i": a.tolist()},
+                                  title=f"Predicting “{passage.words[word]}”: one softmax over the window and the "
+                                        f"sentinel (g = {float(g[word - 1]):.3f})", y_title="a"))
     with right:
         equations(
             ("pointer scores", r"q = \tanh(W h_{N-1} + b),\quad z_i = q^\top h_i,\ i \in [N-L, N-1]"),
@@ -62,15 +77,14 @@ with page.guard():
         c1, c2 = st.columns(2)
         c1.metric("Held out, with pointer", f"{extra['held_out_perplexity']:.1f}", help="perplexity")
         c2.metric("Held out, LSTM alone", f"{lstm_extra['held_out_perplexity']:.1f}", help="perplexity")
-        c1.metric("This passage, with pointer", f"{perplexity_as_unk(model, vocab, passage.words, window):.1f}")
-        c2.metric("This passage, LSTM alone", f"{perplexity_as_unk(lstm, vocab, passage.words, window):.1f}")
+        c1.metric("This passage, with pointer", f"{perplexity:.1f}")
+        c2.metric("This passage, LSTM alone", f"{lstm_perplexity:.1f}")
         st.caption(f"Held out: {extra['held_out_words']:,} words of Wikipedia articles never trained on. "
                    "Perplexities read an unknown word as <unk>, as the paper's Penn Treebank does; the table "
                    "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "
                    "et al.'s different one, a gate over a seq2seq decoder.")
-    tables.dataframe({"next word": labels, "g": mix.gate.numpy(), "p_vocab": mix.p_vocab.numpy(),
-                      "p_ptr": mix.p_ptr.numpy(), "p = g p_vocab + (1 − g) p_ptr": mix.p.numpy(),
-                      "share from the pointer": ((1 - mix.gate) * mix.p_ptr / mix.p.clamp(min=1e-12)).numpy()},
+    tables.dataframe({"next word": labels, "g": g.numpy(), "p_vocab": p_vocab.numpy(), "p_ptr": p_ptr.numpy(),
+                      "p = g p_vocab + (1 − g) p_ptr": p.numpy(), "share from the pointer": share.numpy()},
                      hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in
                                                      ("g", "p_vocab", "p_ptr", "p = g p_vocab + (1 − g) p_ptr",
                                                       "share from the pointer")})

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from engine.embeddings.projection import BUDGET, METHODS, choose_words, nearest, parse_words
+from engine.embeddings.projection import BUDGET, METHODS, choose_words, nearest, parse_words, project
 from engine.errors import InputError
 from ui import figures, tables
 from ui.page import Page, equations
@@ -30,21 +30,40 @@ analogy = [page.text(label, key, word, max_chars=40, where=col).strip().lower()
            for label, key, word, col in zip(("Analogy a", "is to b", "as c is to ?"), "abc", DEFAULT["analogy"],
                                              (a1, a2, a3))]
 
-vectors = VECTOR_SETS[source].load()
-own = []
+code = page.code
+# the values as used, numbers and trimmed lower-cased words: the Code view writes them by their controls' names
+code.setting("dims", dims, "View")
+code.setting("n", n, "Words")
+for name, word, label in zip("abc", analogy, ("Analogy a", "is to b", "as c is to ?")):
+    code.setting(name, word, label)
+
+vectors = VECTOR_SETS[source].record(code)
+own, typed_words = [], None
 with page.guard():
-    own = [vectors.words[vectors.id(w)] for w in parse_words(typed)]  # unknown: a warning with spellings
+    typed_words = code.call("own", parse_words, typed, note="the words typed under Also draw")
+    for word in typed_words:
+        vectors.id(word)  # unknown: a warning with spellings, and none of them drawn
+    own = typed_words
 arrows = []
 with page.guard():  # a, b, c and the answer d join the words drawn
     if any(analogy):
         if not all(analogy):
             raise InputError("an analogy needs all three words a, b and c (or none, to draw none)")
-        arrows, four = analogy_arrows(vectors, *analogy)
-        own += [w for w in four if w not in own]
+        answer = code.call("answer", vectors.analogy, *analogy, topn=1,
+                           note="000 eq. 1: d, the 3CosAdd answer to a : b :: c : ?, drawn as b − a and d − c")
+        d = code.let("d", "answer[0][0]")
+        arrows = analogy_arrows(*analogy, d)
+        if own is typed_words:  # recorded: the snippet adds a, b, c and d to them
+            own = code.let("own", "own + [w for w in (a, b, c, d) if w not in own]")
+        else:  # the typed words were refused above, and so is the Code view
+            own = [*analogy, d]
+vocabulary = code.let("vocabulary", "word_vectors.words", note="the most frequent words with a letter, and those above")
 try:
-    words = tuple(choose_words(vectors.words, n, method, own))
+    chosen = code.call("words", choose_words, vocabulary, n, method, own)
 except InputError as error:
     page.refuse(str(error))
+words = tuple(chosen)
+X = code.let("X", "word_vectors.vectors[[word_vectors.index[w] for w in words]]", note="their vectors, a row each")
 
 EQUATIONS = {
     "PCA": (("PCA: SVD of the centred vectors", r"X - \bar X = U S V^\top,\ Y = U_k S_k"),
@@ -55,10 +74,25 @@ EQUATIONS = {
               ("Student-t in the picture", r"q_{ij} \propto (1 + \|y_i - y_j\|^2)^{-1}"),
               ("gradient of KL(P‖Q)", r"4 \textstyle\sum_j \frac{(p_{ij} - q_{ij})(y_i - y_j)}{1 + \|y_i - y_j\|^2}")),
 }
-try:
-    shown = view(source, words, method, dims, perplexity)  # t-SNE for new settings waits in the server's line
+if method == "t-SNE":
+    code.slow(f"t-SNE of {len(words):,} words takes about {1 + len(words) / 400:.0f} s on a laptop CPU")
+try:  # t-SNE for new settings waits in the server's line
+    projected = code.call("projected", project, X, method, dims, *([perplexity] if method == "t-SNE" else []),
+                          via=lambda *_: view(source, words, method, dims, perplexity).projection,
+                          note=f"{method} in {dims} dimensions, and the share of each word's 10 nearest it keeps")
+    shown = view(source, words, method, dims, perplexity)
 except InputError as error:  # the line is full
     page.refuse(str(error))
+code.let("coords", "projected.coords")
+code.let("kept", "projected.kept")
+if method == "PCA":
+    code.let("explained", "projected.explained", note="share of the variance on each axis")
+else:
+    code.let("kl", "projected.kl[-1][1]", note="KL(P || Q) at the last iteration")
+plot = "px.scatter" if dims == 2 else "px.scatter_3d"
+axes = ", ".join(f"{axis}=projected.coords[:, {j}]" for j, axis in enumerate("xyz"[:dims]))
+code.figure(f"{plot}({axes}, hover_name=words,\n"
+            f"    title='{method} of {len(words):,} {VECTOR_SETS[source].label} words')")
 
 
 @st.fragment
@@ -68,8 +102,10 @@ def picture(shown: View, arrows: list[tuple[str, str, str]], own: list[str]) -> 
     slot = left.container()
     h1, h2 = left.columns([2, 1])
     word = page.text("Neighbours of", "word", "war", max_chars=40, where=h1).strip().lower()
+    code.setting("word", word, "Neighbours of")
     k = page.slider("Neighbours", "k", 1, 20, 8, where=h2)
     index = {w: i for i, w in enumerate(shown.words)}
+    drawn = shown.projection
     centre, near = None, []
     with right, page.guard():
         if word:
@@ -77,27 +113,27 @@ def picture(shown: View, arrows: list[tuple[str, str, str]], own: list[str]) -> 
                 vectors.id(word)  # not in the vocabulary at all: suggest spellings
                 raise InputError(f"{word!r} is not among the {len(shown.words):,} words drawn: add it under "
                                  "Also draw, or draw more words")
-            centre = index[word]
-            X = vectors.vectors[[vectors.index[w] for w in shown.words]]  # (N, d)
-            best, cosines = nearest(X, centre, k)
+            centre = code.call("centre", chosen.index, word)
+            best, cosines = code.call("best, cosines", nearest, X, centre, k,
+                                      note="its k nearest by cosine in all dimensions, among the words drawn")
             near = best.tolist()
-            flat = ((shown.coords - shown.coords[centre]) ** 2).sum(axis=1)  # (N,) squared distances drawn
+            flat = ((drawn.coords - drawn.coords[centre]) ** 2).sum(axis=1)  # (N,) squared distances drawn
             rank = flat.argsort(kind="stable").argsort()  # 0 for the word itself
             tables.dataframe({"neighbour": [shown.words[i] for i in near], "cosine": cosines.round(3),
                               "rank in picture": rank[best]}, hide_index=True, height=min(36 * (k + 1) + 2, 330))
     labelled = sorted({i for i in [centre, *near] if i is not None} | {index[w] for w in own if w in index})
     title = f"{method} of {len(shown.words):,} {VECTOR_SETS[source].label} words"
     with slot:
-        figures.show(projection(shown.coords, shown.words, title, tuple(labelled), centre, tuple(near),
+        figures.show(projection(drawn.coords, shown.words, title, tuple(labelled), centre, tuple(near),
                                 tuple((name, index[a], index[b]) for name, a, b in arrows)))
     with right:
-        if shown.explained is not None:
-            st.metric("Variance drawn", f"{shown.explained.sum():.1%}",
-                      help="PCA: " + ", ".join(f"axis {j + 1} {e:.1%}" for j, e in enumerate(shown.explained)))
+        if drawn.explained is not None:
+            st.metric("Variance drawn", f"{drawn.explained.sum():.1%}",
+                      help="PCA: " + ", ".join(f"axis {j + 1} {e:.1%}" for j, e in enumerate(drawn.explained)))
         else:
-            st.metric("KL(P‖Q)", f"{shown.kl[-1][1]:.3f}", help=f"after {shown.kl[-1][0]} iterations, "
+            st.metric("KL(P‖Q)", f"{drawn.kl[-1][1]:.3f}", help=f"after {drawn.kl[-1][0]} iterations, "
                       f"{shown.seconds:.1f} s on this server, perplexity {perplexity}")
-        st.metric("10 nearest kept", f"{shown.kept:.0%}",
+        st.metric("10 nearest kept", f"{drawn.kept:.0%}",
                   help="Share of each word's 10 nearest by cosine that are also its 10 nearest in the picture")
         equations(*EQUATIONS[method])
 

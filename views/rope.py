@@ -1,10 +1,10 @@
-import math
-
 import streamlit as st
 import torch
 
 from engine import errata
+from engine.llm import generation, heads
 from engine.llm.model import GGUF_PAIRING
+from engine.llm.smollm import load
 from engine.positions import rope
 from ui import errata_panel, figures, llm
 from ui.page import Page, equations, gaps
@@ -38,11 +38,11 @@ base = rope_base(page, where=c3)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 pairing = PAIRING_LABELS[pairing_label]
 
+code = page.code
 with page.guard():
-    rope.rope_frequencies(head_dim, base)  # validates d and base before anything is drawn
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(head_dim, generator=g, dtype=torch.float64)
-    k = torch.randn(head_dim, generator=g, dtype=torch.float64)
+    code.call("frequencies", rope.rope_frequencies, head_dim, base,  # validates d and base before anything is drawn
+              note="000 eq. 100: freqs_i = base^(-2i/d)")
+    q, k = code.call("q, k", rope.random_query_key, head_dim, seed)
     left, right = st.columns([3, 2])
     with right:
         equations(
@@ -63,8 +63,14 @@ with page.guard():
 
         with rotation:
             m = page.slider("Position m", "m", 0, 200, 10)
-            path = rope.apply_rope(q.expand(m + 1, -1), torch.arange(m + 1), base, pairing)  # (m+1, d)
-            norm_gap = float(path[-1].norm() - q.norm()) / (EPS64 * float(q.norm()))
+            positions = code.let("positions", f"torch.arange({m + 1})",
+                                 note="Rotation: q turned to positions 0..m (000 eq. 108-109)")
+            path = code.call("path", rope.apply_rope, q, positions, base, pairing)  # (m+1, d)
+            norm_gap = code.let("norm_gap", "float(path[-1].norm() - q.norm()) / (torch.finfo(torch.float64).eps "
+                                            "* float(q.norm()))", note="rotation keeps the norm, up to rounding")
+            a, b = (int(x[0]) for x in rope.pair_indices(head_dim, pairing))
+            code.figure(f'px.line(x=path[:, {a}], y=path[:, {b}], markers=True, title="Where pair 0 of q travels for '
+                        f'positions 0..m").update_yaxes(scaleanchor="x")')
             figures.show(pair_paths(path, base, pairing, "Where pairs of q travel for positions 0..m"))
             st.caption("Low pairs turn fast, high pairs barely move: the frequencies fall geometrically. "
                        f"‖q‖ = {float(q.norm()):.4f} and ‖R_m q‖ = {float(path[-1].norm()):.4f}: rotation keeps "
@@ -72,61 +78,72 @@ with page.guard():
 
         with relative:
             offset = page.slider("Offset m − n", "offset", 0, 64, 3)
-            positions = torch.arange(offset, offset + 256)
+            positions = code.let("query_positions", f"torch.arange({offset}, {offset + 256})",
+                                 note="Relative property (001 appendix): the score at offset m − n for 256 m")
+            float32 = code.let("float32", "torch.float32")
             deviations = {f"{name} (ε = {torch.finfo(dtype).eps:.1e})":
-                          rope.score_deviation(q, k, offset, positions, base, pairing, dtype)
-                          for name, dtype in (("float64", torch.float64), ("float32", torch.float32))}
+                          code.call(f"deviation_{name}", rope.score_deviation, q, k, offset, positions, base, pairing,
+                                    **({"dtype": float32} if dtype == float32 else {}))
+                          for name, dtype in (("float64", torch.float64), ("float32", float32))}
             figures.show(figures.lines(positions.tolist(), {name: dev.tolist() for name, dev in deviations.items()},
                                        markers=False, title=f"Score at offset {offset} minus its exact value, "
                                                             "across 256 positions",
                                        x_title="query position m", y_title="deviation / (ε‖q‖‖k‖)"))
-            exact = float(rope.relative_score(q, k, torch.tensor([offset]), base, pairing))
+            exact = float(code.call("exact", rope.relative_score, q, k,
+                                    code.let("offsets", f"torch.tensor([{offset}])"), base, pairing))
             c64, c32 = st.columns(2)
-            spread64, spread32 = (float(dev.max() - dev.min()) for dev in deviations.values())
-            c64.metric("Spread of the score across m, float64", f"{spread64 * rope.rounding_scale(q, k):.1e}")
-            c32.metric("Spread of the score across m, float32",
-                       f"{spread32 * rope.rounding_scale(q.float(), k.float()):.1e}")
+            code.note("the spread of the score across m, in each type's rounding unit ε‖q‖‖k‖")
+            scale64 = code.call("scale64", rope.rounding_scale, q, k)
+            scale32 = code.call("scale32", rope.rounding_scale, code.let("q32", "q.float()"),
+                                code.let("k32", "k.float()"))
+            spread64 = code.let("spread64", "float(deviation_float64.max() - deviation_float64.min()) * scale64")
+            spread32 = code.let("spread32", "float(deviation_float32.max() - deviation_float32.min()) * scale32")
+            c64.metric("Spread of the score across m, float64", f"{spread64:.1e}")
+            c32.metric("Spread of the score across m, float32", f"{spread32:.1e}")
             st.caption(f"In exact arithmetic every m gives qᵀR_(−{offset})k = {exact:.6f}; the figure plots what "
                        "rounding adds, in units of ε‖q‖‖k‖ of each type (the size of rounding in a dot product of q "
                        "and k). Both stay within a few units. float64 may creep up with m because the angle m·θ_i is "
                        "itself rounded at about m·ε; float32 does not, since its angles are computed in float64 and "
                        "only cos, sin and the products are rounded to float32.")
-            grid = torch.arange(24)
-            rotated_q = rope.apply_rope(q.expand(24, -1), grid, base, pairing)
-            rotated_k = rope.apply_rope(k.expand(24, -1), grid, base, pairing)
-            figures.show(figures.heatmap((rotated_q @ rotated_k.T).numpy(), grid.tolist(), grid.tolist(),
+            grid = code.let("grid", "torch.arange(24)")
+            scores, grid_deviation = code.call("scores, grid_deviation", rope.score_grid, q, k, grid, base, pairing,
+                                               note="q_m · k_n is constant along every diagonal")
+            figures.show(figures.heatmap(scores.numpy(), grid.tolist(), grid.tolist(),
                                          title="q_m · k_n: constant along every diagonal", x_title="key position n",
                                          y_title="query position m", zmin=None, zmax=None, colorscale="RdBu_r",
                                          annotate=False, height=460))
-            off_diagonal = float(rope.diagonal_deviation(q, k, 24, base, pairing).abs().max())
+            off_diagonal = code.let("off_diagonal", "float(grid_deviation.abs().max())")
             st.caption(f"Every cell is within {off_diagonal:.1f} ε‖q‖‖k‖ (float64) of its diagonal's exact value "
                        "qᵀR_(n−m)k.")
 
         with matrix:
             i_pos = page.slider("Query position i", "i", 0, 50, 2)
             j_pos = page.slider("Key position j", "j", 0, 50, 5)
-            M = rope.relative_matrix(i_pos, j_pos, head_dim, base, pairing)
+            M = code.call("M", rope.relative_matrix, i_pos, j_pos, head_dim, base, pairing,
+                          note="002 §2.3.3: M(i, j) = R_i^T R_j = R_(j-i)")
             shown = min(head_dim, 16)
             figures.show(figures.heatmap(M[:shown, :shown].numpy(), list(range(shown)), list(range(shown)),
                                          title=f"M({i_pos}, {j_pos}) = R_{{{j_pos - i_pos}}}, first {shown} dimensions",
                                          zmin=-1, zmax=1, colorscale="RdBu_r", annotate=shown <= 8))
-            lhs = rope.apply_rope(q[None], torch.tensor([i_pos]), base, pairing)[0] @ rope.apply_rope(
-                k[None], torch.tensor([j_pos]), base, pairing)[0]
-            identity_gap = abs(float(lhs - q @ M @ k))
+            identity_gap = code.call("identity_error", rope.identity_gap, q, k, i_pos, j_pos, base, pairing)
             st.metric("|q̃_i · k̃_j − qᵀ M(i, j) k|", f"{identity_gap:.1e}",
                       help="0 in exact arithmetic; what is left is float64 rounding")
             st.caption(f"That is {identity_gap / rope.rounding_scale(q, k):.1f} ε‖q‖‖k‖ with ε = {EPS64:.1e}: "
                        "rounding, not a difference between the two sides.")
 
         with decay:
-            bounds = {b: decay_bound_bands(head_dim, b) for b in sorted({*rope.BASES, base})}
-            distances = bounds[rope.BASES[0]][0]
+            code.note("RoFormer §3.4.3: the bound on |q · k| against distance, banded means, for each base")
+            bounds = {b: code.call(("distances" if b == min(base, *rope.BASES) else "_") + ", bound_"
+                                   + (f"{b:.0f}" if b in rope.BASES else "base"),
+                                   rope.banded_decay_bound, head_dim, b, via=decay_bound_bands)
+                      for b in sorted({*rope.BASES, base})}
+            distances = bounds[min(bounds)][0]
             means = {f"base {b:g}": mean.tolist() for b, (_, mean) in bounds.items()}
             figures.show(figures.lines(distances.tolist(), means,
                                        title="RoFormer §3.4.3 bound on |q · k| against distance",
                                        x_title="relative distance m − n", y_title="bound / max|h_i − h_(i+1)|",
                                        markers=False, log_x=True))
-            gap = rope.compare_bases(distances, *(bounds[b][1] for b in rope.BASES))
+            gap = code.call("gap", rope.compare_bases, distances, *(bounds[b][1] for b in rope.BASES))
             if head_dim == 2:
                 st.caption("With one pair its frequency is 1 whatever the base, so the bound is 1 at every distance.")
             else:
@@ -137,28 +154,34 @@ with page.guard():
                            f"{gap.widest_ratio:.2f}× base 10000's (at r ≈ {gap.widest_distance:,.0f}), and it falls "
                            f"within {rope.SETTLED:g}× of that level at r ≈ {gap.settled[1]:,.0f} against "
                            f"{gap.settled[0]:,.0f} for base 10000.")
-            perm = rope.interleaved_to_half(head_dim)
-            positions = torch.arange(8)
-            interleaved = rope.apply_rope(q.expand(8, -1), positions, base, "interleaved")
-            gaps(("max |interleaved − half-split| on the same q", interleaved,
-                  rope.apply_rope(q.expand(8, -1), positions, base, "half")),
-                 ("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)", interleaved[:, perm],
-                  rope.apply_rope(q[perm].expand(8, -1), positions, base, "half")))
+            perm = code.call("perm", rope.interleaved_to_half, head_dim,
+                             note="the two pairings differ by a fixed reordering of dimensions")
+            positions = code.let("first_positions", "torch.arange(8)")
+            interleaved = code.call("interleaved", rope.apply_rope, q, positions, base, "interleaved")
+            half = code.call("half", rope.apply_rope, q, positions, base, "half")
+            permuted = code.call("permuted", rope.apply_rope, code.let("q_permuted", "q[perm]"), positions, base,
+                                 "half")
+            gaps(("max |interleaved − half-split| on the same q", interleaved, half),
+                 ("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)", interleaved[:, perm], permuted))
             st.caption("The two pairings rotate different coordinates together, so they give different vectors, "
                        "but a model trained with one is the other after a fixed reordering of its weights.")
 
         with attention:
             T = page.slider("Tokens", "T", 2, 48, 24)
-            X = torch.randn(head_dim, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
-            same = X.expand(T, -1)  # every token has the same content: only position can tell them apart
-            rotated = rope.apply_rope(same, torch.arange(T), base, pairing)
+            content, _ = code.call("content, _", rope.random_query_key, head_dim, seed + 1,
+                                   note="Attention map: every token has the same content (seed + 1)")
+            same = code.let("same", f"content.expand({T}, -1)")  # only position can tell the tokens apart
+            rotated = code.call("rotated", rope.apply_rope, same, code.let("token_positions", f"torch.arange({T})"),
+                                base, pairing)
+            without_rope = code.let("without_rope", f"torch.softmax(same @ same.T / math.sqrt({head_dim}), -1)")
+            with_rope = code.let("with_rope", f"torch.softmax(rotated @ rotated.T / math.sqrt({head_dim}), -1)")
             a1, a2 = st.columns(2)
             with a1:
-                figures.show(figures.heatmap(torch.softmax(same @ same.T / math.sqrt(head_dim), -1).numpy(),
+                figures.show(figures.heatmap(without_rope.numpy(),
                                              list(range(T)), list(range(T)), title="Without RoPE: uniform",
                                              x_title="key", y_title="query", annotate=False, zmax=None))
             with a2:
-                figures.show(figures.heatmap(torch.softmax(rotated @ rotated.T / math.sqrt(head_dim), -1).numpy(),
+                figures.show(figures.heatmap(with_rope.numpy(),
                                              list(range(T)), list(range(T)), title="With RoPE: nearby tokens favoured",
                                              x_title="key", y_title="query", annotate=False, zmax=None))
             st.caption("All tokens share one content vector, so without positions every query attends equally; "
@@ -167,7 +190,8 @@ with page.guard():
         with precision:
             exponent = page.slider("Position = 10^x", "logpos", 0.0, 8.0, 4.0, 0.5)
             position = 10**exponent
-            error = rope.float32_position_error(position, head_dim, base)
+            error = code.call("error", rope.float32_position_error, position, head_dim, base,
+                              note="Precision: float32 rounds the angle position × freq_i; position = 10^logpos")
             st.metric(f"Largest float32 angle error at position {position:,.0f}", f"{error:.2e} rad")
             if error > 1e-3:
                 st.warning(f"At position {position:,.0f} float32 loses the angle by {error:.2e} radians: float32 "
@@ -177,15 +201,21 @@ with page.guard():
                 st.success("float32 angles are accurate here.")
 
         with real_head, page.guard():
-            lm = smollm()
-            if lm is not None:  # None: the tab says how to fetch SmolLM2's file
+            if smollm() is not None:  # None: the tab says how to fetch SmolLM2's file
+                lm = code.call("lm", load, via=smollm, note="SmolLM2: RoPE on a real head (base 100000, interleaved)")
                 text = llm.short_prompt(page)
                 r1, r2, r3 = st.columns(3)
                 layer = page.slider("Layer", "layer", 0, lm.config.n_layers - 1, 3, where=r1)
                 head = page.slider("Query head", "head", 0, lm.config.n_heads - 1, 4, where=r2)
-                ids = llm.prompt_ids(page, lm, text, llm.SHORT_TOKENS, chat=False)
+                # cut is left unnamed: the snippet would write every 0 as `cut` (ui/code.py names values by identity)
+                encoded = code.call("encoded", generation.prompt_ids, lm, text, chat=False, limit=llm.SHORT_TOKENS)
+                ids = code.let("ids", "encoded[0]")
+                llm.say_cut(page, ids, encoded[1], llm.SHORT_TOKENS, chat=False)
                 i = page.slider("Query token i", "token", 0, len(ids) - 1, min(10, len(ids) - 1), where=r3)
-                real, labels = llm.rotation(ids, layer, head, i, _lm=lm), llm.token_labels(lm, ids)
+                real = code.call("real", heads.rope_on_head, lm, ids, layer, head, i,
+                                 via=lambda lm, ids, layer, head, query: llm.rotation(ids, layer, head, query, _lm=lm))
+                code.let("computed, closed_form", "real.computed, real.closed_form")
+                labels = llm.token_labels(lm, ids)
                 figures.show(pair_paths(real.path, lm.config.rope_base, GGUF_PAIRING,
                                         f"SmolLM2 layer {layer}, head {head}: pairs of q of “{labels[i]}” over "
                                         f"positions 0..{len(real.path) - 1}"))

@@ -1,9 +1,8 @@
 import math
 
 import streamlit as st
-import torch
 
-from engine.attention.scaling import sample_logits, scaling_study
+from engine.attention.scaling import ScalingStudy, one_query_weights, scaling_study
 from ui import figures
 from ui.page import Page, equations
 
@@ -21,11 +20,19 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c4)
 
 
 @st.cache_data(max_entries=32, show_spinner="Drawing random queries and keys…")
-def study(max_log2: int, n_keys: int, n_draws: int, seed: int):
+def study(max_log2: int, n_keys: int, n_draws: int, seed: int) -> ScalingStudy:
     return scaling_study(max_log2, n_keys, n_draws, seed)
 
 
-result = study(max_log2, n_keys, n_draws, seed)
+code = page.code
+result = code.call("result", scaling_study, max_log2, n_keys, n_draws, seed, via=study,
+                   note="001 §1.4: raw and 1/√d_k-scaled logits of random q, k for d_k = 1, 2, 4, …, 2^maxlog2")
+raw_spread, scaled_spread = code.let(
+    "raw_spread, scaled_spread", 'result.logit_std["raw"][-1], result.logit_std["scaled"][-1]',
+    note="at the largest d_k the raw logits spread as √d_k (Var[q·k] = d_k); the scaled ones stay at 1")
+code.figure('go.Figure([go.Scatter(x=result.d_k, y=result.logit_std[name], name=name) for name in ("raw", "scaled")],\n'
+            '          layout={"title": "Spread of the logits", "xaxis_title": "d_k", "xaxis_type": "log",\n'
+            '                  "yaxis_title": "standard deviation", "yaxis_type": "log"})')
 dims = result.d_k
 left, right = st.columns([3, 2])
 with left:
@@ -53,10 +60,9 @@ with right:
         ("000 eq. 57", r"A(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V"),
     )
     big = dims[-1]
-    st.metric(f"Raw logit spread at d_k = {big}", f"{result.logit_std['raw'][-1]:.2f}",
+    st.metric(f"Raw logit spread at d_k = {big}", f"{raw_spread:.2f}",
               help=f"√{big} = {math.sqrt(big):.2f}")
-    st.metric(f"Scaled logit spread at d_k = {big}", f"{result.logit_std['scaled'][-1]:.3f}")
-
+    st.metric(f"Scaled logit spread at d_k = {big}", f"{scaled_spread:.3f}")
 
 
 @st.fragment
@@ -64,10 +70,10 @@ def one_draw(dims: list[int], n_keys: int, seed: int) -> None:
     """Only this part reruns when its d_k changes: the study above stays as drawn."""
     st.subheader("One query, raw against scaled")
     sample_d = int(page.select("d_k of this draw", "sample", [str(d) for d in dims], str(dims[-1])))
-    logits = sample_logits(sample_d, n_keys, 1, torch.Generator().manual_seed(seed))[0]
+    raw_weights, scaled_weights = code.call("raw_weights, scaled_weights", one_query_weights, sample_d, n_keys, seed,
+                                            note="000 eq. 57: one query's softmax over its keys, raw and scaled")
     figures.show(figures.bars([f"k{j + 1}" for j in range(n_keys)],
-                              {"softmax(q·k)": torch.softmax(logits, 0).tolist(),
-                               "softmax(q·k/√d_k)": torch.softmax(logits / math.sqrt(sample_d), 0).tolist()},
+                              {"softmax(q·k)": raw_weights.tolist(), "softmax(q·k/√d_k)": scaled_weights.tolist()},
                               title=f"Attention weights of one query over {n_keys} keys, d_k = {sample_d}",
                               y_title="α"))
 

@@ -26,9 +26,14 @@ kind_label = page.select("Scoring function", "score", list(SCORING_LABELS), wher
 padding = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
                       help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)", where=c3)
 kind = SCORING_LABELS[kind_label]
+SCORE_NOTES = {"dot": "000 eq. 42: dot-product scores a(q, k) = q kᵀ",
+               "scaled_dot": "000 eq. 57, 001 §1.4: scaled dot-product scores a(q, k) = q kᵀ / √d",
+               "general": "000 eq. 46: general (bilinear) scores a(q, k) = q W kᵀ",
+               "additive": "000 eq. 47, 001 §1.4: additive scores a(q, k) = w_vᵀ tanh(W_q q + W_k k)"}
+code = page.code
 
 
-def random_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def random_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r1, r2, r3, r4, r5, r6 = st.columns(6)
     n = page.slider("Queries n", "n", 1, 8, 3, where=r1)
     m = page.slider("Keys m", "m", 1, MAX_KEYS, 5, where=r2)
@@ -36,12 +41,11 @@ def random_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d_k = page.slider("d_k", "dk", 1, 16, 4, where=r4)
     d_v = page.slider("d_v", "dv", 1, 8, 2, where=r5)
     seed = page.slider("Seed", "seed", 0, 99, 0, where=r6)
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(n, d_q, generator=g).numpy(), torch.randn(m, d_k, generator=g).numpy(),
-            torch.randn(m, d_v, generator=g).numpy())
+    return code.call("Q, K, V", scoring.random_qkv, n, m, d_q, d_k, d_v, seed,
+                     note="random queries, keys and values, one per row (000 eq. 54, 60)")
 
 
-def typed_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def typed_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     t1, t2, t3 = st.columns(3)
     with t1:
         Q = parse_matrix(page.text("Q (one query per row)", "Q", format_matrix(EXAMPLE_Q), 400, area=True), "Q")
@@ -49,46 +53,63 @@ def typed_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         K = parse_matrix(page.text("K (one key per row)", "K", format_matrix(EXAMPLE_K), 400, area=True), "K")
     with t3:
         V = parse_matrix(page.text("V (one value per key)", "V", format_matrix(EXAMPLE_K), 400, area=True), "V")
-    return Q, K, V
+    return written(Q, K, V, "the typed queries, keys and values, one per row (000 eq. 54, 60)")
 
 
-result = None
+def written(Q: np.ndarray, K: np.ndarray, V: np.ndarray, note: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Matrices the snippet writes out as float32 tensors."""
+    return (code.let("Q", f"torch.tensor({Q.tolist()})", note=note), code.let("K", f"torch.tensor({K.tolist()})"),
+            code.let("V", f"torch.tensor({V.tolist()})"))
+
+
+weights = None  # until the inputs are valid
 with page.guard():
     if source == "Random":
         Q, K, V = random_inputs()
     elif source == "Typed":
         Q, K, V = typed_inputs()
     else:
-        Q, K, V = EXAMPLE_Q, EXAMPLE_K, EXAMPLE_K
+        Q, K, V = written(EXAMPLE_Q, EXAMPLE_K, EXAMPLE_K, "002 §2.1's worked example: the decoder state s_{t−1} as "
+                                                          "the query, the encoder states h_1..h_3 as keys and values")
     m = K.shape[0]
     if m > MAX_KEYS:
         raise InputError(f"K has {m} keys; this page shows at most {MAX_KEYS}")
     if padding >= m:
         raise InputError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
+    if V.shape[0] != m:
+        raise InputError(f"K has {m} rows but V has {V.shape[0]}: every key needs one value")
+    valid_lens = code.let("valid_lens", "torch.full((len(Q),), len(K) - pad)",
+                          note="001 §1.4: the last `pad` keys are padding, so every query's valid length is m − pad")
     with st.expander("Parameters of general and additive scoring"):
         p1, p2 = st.columns(2)
         hidden = page.slider("Hidden size h of additive scoring", "hidden", 1, 16, 4, where=p1)
         param_seed = page.slider("Parameter seed", "pseed", 0, 99, 0, where=p2)
-    params = scoring.init_scoring_params(Q.shape[1], K.shape[1], hidden, param_seed)
-    valid_lens = torch.full((Q.shape[0],), m - padding)
-    result = scoring.attention(torch.tensor(Q).float(), torch.tensor(K).float(), torch.tensor(V).float(),
-                               kind, valid_lens, params)
+    params = None  # dot and scaled dot have no parameters
+    if kind in ("general", "additive"):
+        params = code.call("params", scoring.init_scoring_params, Q.shape[1], K.shape[1], hidden, param_seed,
+                           note="the parameters W (000 eq. 46) and W_q, W_k, w_v (000 eq. 47)")
+    score_args = (Q, K, kind) if params is None else (Q, K, kind, params)
+    logits = code.call("logits", scoring.scores, *score_args, note=SCORE_NOTES[kind])
+    weights = code.call("weights", scoring.masked_softmax, logits, valid_lens,
+                        note="001 §1.4: masked softmax, the padding keys get weight exactly 0")
+    output = code.let("output", "weights @ V", note="001 §1.2, 000 eq. 62: O = α V, one row per query")
+    code.figure(f'px.imshow(weights.numpy(), title="Weights α = masked softmax of the {kind} scores")')
 
 left, right = st.columns([3, 2])
 with left:
-    if result is not None:
+    if weights is not None:
         keys = [f"k{j + 1}" for j in range(K.shape[0])]
         queries = [f"q{i + 1}" for i in range(Q.shape[0])]
         h1, h2 = st.columns(2)
         with h1:
-            figures.show(figures.heatmap(result.scores.numpy(), keys, queries, zmin=None, zmax=None, zmid=0.0,
+            figures.show(figures.heatmap(logits.numpy(), keys, queries, zmin=None, zmax=None, zmid=0.0,
                                          title=f"Scores a(q, k), {kind_label.lower()}", x_title="key",
                                          y_title="query", colorscale="RdBu_r"))
         with h2:
-            figures.show(figures.heatmap(result.weights.numpy(), keys, queries, title="Weights α = masked softmax",
+            figures.show(figures.heatmap(weights.numpy(), keys, queries, title="Weights α = masked softmax",
                                          x_title="key", y_title="query"))
         st.markdown("**Output** O = α V, one row per query")
-        tables.dataframe({f"dim {j + 1}": result.output[:, j].numpy() for j in range(result.output.shape[1])},
+        tables.dataframe({f"dim {j + 1}": output[:, j].numpy() for j in range(output.shape[1])},
                          hide_index=True)
 with right:
     formulas = {
@@ -105,5 +126,5 @@ with right:
          r" \\ 0 & j > \ell \end{cases}"),
         ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
     )
-if result is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
+if weights is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
     errata_panel.show(errata.worked_example_002())

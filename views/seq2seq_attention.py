@@ -3,6 +3,7 @@ import time
 import streamlit as st
 
 from engine.seq2seq.decode import translate
+from engine.seq2seq.model import load_shipped_seq2seq
 from ui import errata_panel, figures
 from ui.loaders import seq2seq_checkpoint
 from ui.page import Page, equations
@@ -33,25 +34,32 @@ c1, c2 = st.columns([1, 3])
 score = page.select("Scoring function", "score", list(SCORE_EQUATIONS), "additive", where=c1)
 text = checked_input(page, page.text("A date, as you would write it", "text", DATE_EXAMPLE,
                                      max_chars=200, where=c2))
-model, extra = seq2seq_checkpoint(score)
+code = page.code
+model, record = code.call("model, record", load_shipped_seq2seq, score, via=seq2seq_checkpoint,
+                          note="record: what was saved with the model (training losses, held-out metrics)")
 with page.guard():
     start = time.perf_counter()
-    result = translate(model, text)
+    result = code.call("result", translate, model, text,
+                       note="greedy decoding; every step scores the source with s_{t-1} (000 eq. 42-47, 001 §1.5)")
     elapsed_ms = 1000 * (time.perf_counter() - start)
+    output = code.let("output", "result.output")
+    attention = code.let("attention", "result.attention", note="000 eq. 42-43: a_tj, one row per output character")
     st.subheader(f"“{result.source}” → {result.output}")
     left, right = st.columns([3, 2])
     with left:
-        attention_heatmap(result.attention, result.source, result.output,
+        attention_heatmap(attention, result.source, output,
                           f"Attention a_tj of the {score} model: one row per output character")
         st.caption(LABEL_KEY)
         # steps count from 0 like the heatmap's rows, so step t writes the output character labelled t
         step = page.slider("Decoding step t", "step", 0, len(result.attention) - 1, min(4, len(result.attention) - 1))
-        row = result.attention[step]
+        row = code.let("weights", "attention[step]", note="step t's weights over the source: they sum to 1")
+        context = code.let("context", "result.context[step]", note="000 eq. 44: c_t = Σ_j a_tj z_j")
+        weight_sum = code.let("weight_sum", "float(weights.sum())")
         produced = output_labels(result.output, len(result.attention))[step]
         figures.show(figures.bars(char_labels(result.source), {"a_tj": row.tolist()},
                                   title=f"Step {step} (writes “{produced}”): weights over the source", y_title="a_tj"))
-        figures.show(figures.heatmap(result.context[step][None].numpy(), list(range(result.context.shape[1])),
-                                     ["c_t"], f"Context vector c_{step} = Σ_j a_tj z_j ({result.context.shape[1]} numbers)",
+        figures.show(figures.heatmap(context[None].numpy(), list(range(len(context))),
+                                     ["c_t"], f"Context vector c_{step} = Σ_j a_tj z_j ({len(context)} numbers)",
                                      zmin=None, zmax=None, zmid=0, colorscale="RdBu", annotate=False, height=160))
     with right:
         equations(
@@ -61,11 +69,15 @@ with page.guard():
             ("001 §1.5", r"s_t = \operatorname{GRU}([c_t;\, \operatorname{emb}(y_{t-1})],\ s_{t-1})"),
             ("000 eq. 45: the output layer reads", r"\tilde h_t = [c_t;\, s_t]"),
         )
-        st.metric(f"Σ_j a_{step}j", f"{float(row.sum()):.6f}")
-        st.metric("Decoding time, attention captured", f"{elapsed_ms:.0f} ms", help="issue goal: 100 ms for 40 characters")
+        st.metric(f"Σ_j a_{step}j", f"{weight_sum:.6f}")
+        st.metric("Decoding time, attention captured", f"{elapsed_ms:.0f} ms",
+                  help="issue goal: 100 ms for 40 characters")
         st.markdown("**Held-out (2,000 generated dates)**")
         metrics_table({name: seq2seq_checkpoint(name)[1]["metrics"] for name in SCORE_EQUATIONS})
     errata_panel.show(errata_panel.bahdanau_query(model, result, step))
+    code.figure('px.imshow(attention.numpy(), x=[f"{j} {c}" for j, c in enumerate(result.source)], '
+                'y=[f"{t} {c}" for t, c in enumerate(output + "■")][:len(attention)], '
+                f'title="Attention a_tj of the {score} model")')
     additive = seq2seq_checkpoint("additive")[0]  # the bias belongs to the additive model, whichever is shown
     additive_result = result if score == "additive" else translate(additive, text)
     errata_panel.show(errata_panel.additive_bias(additive, additive_result))

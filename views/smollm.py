@@ -3,10 +3,12 @@ import streamlit as st
 
 from engine.llm import generation, inspection
 from engine.llm.model import GGUF_PAIRING
+from engine.llm.smollm import load
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from ui import batching, figures, tables
 from ui.llm import INSIDE, LENS, QUESTION, generations, inside_view, perplexities, score
+from ui.code import Name
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 
@@ -45,23 +47,34 @@ chat = page.toggle("Chat template", "chat", True, where=chat_column,
                    help="wrap the prompt in the instruct model's <|im_start|> turns, as a chat app does")
 view_name = page.select("Show", "view", VIEWS, where=view_column,
                         help="each view computes only what it draws; the URL keeps the choice")
-lm = smollm()
-if lm is None:
+if smollm() is None:
     flag_unknown_params()
     st.stop()
+code = page.code
+lm = code.call("lm", load, via=smollm)
 cfg = lm.config
 with page.guard():
-    ids, cut = generation.prompt_ids(lm, prompt, chat)
+    # cut is left unnamed: the snippet would write every 0 as `cut` (ui/code.py names values by identity)
+    encoded = code.call("encoded", generation.prompt_ids, lm, prompt, chat,
+                        note="byte-level BPE, inside the chat template when chat: the ids and how many were cut")
+    ids, cut = code.let("ids", "encoded[0]"), encoded[1]
     if cut:
         page.notice(f"The prompt is {cut + len(ids):,} tokens; its first {cut:,} are cut so that it fits the "
                     f"{generation.MAX_PROMPT_TOKENS:,} this page reads (SmolLM2's context is {cfg.context_length:,}).")
     shown = ids[-INSIDE:]
+    if view_name in ("Next token", "Attention", "Logit lens", "Neuron view"):
+        shown = code.let("shown", f"ids[-{INSIDE}:]", note="the last tokens, which the views read")
     texts = [visible(token.text) for token in lm.tokenizer.tokens(shown)]
     positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
     if view_name in ("Next token", "Attention", "Logit lens"):
-        view = inside_view(tuple(shown), _lm=lm)
+        view = code.call("view", inspection.overview, lm, shown,
+                         via=lambda lm, ids: inside_view(tuple(ids), _lm=lm),
+                         note="one forward pass: the next token's distribution, every head's attention, the logit lens")
 
     if view_name == "Next token":
+        code.let("next_tokens", '[lm.tokenizer.decode([i]) for i in view["next_ids"]]',
+                 note="000 §8.3.4: softmax of the tied unembedding of RMSNorm(h_T), its 12 most likely tokens")
+        code.figure('px.bar(x=next_tokens, y=view["next_probs"], title="p(next token): the 12 most likely")')
         left, right = st.columns([3, 2])
         with left:
             figures.show(figures.bars([visible(lm.tokenizer.decode([i])) for i in view["next_ids"]],
@@ -90,6 +103,9 @@ with page.guard():
         n_new = page.slider("New tokens at most", "new", 1, generation.MAX_NEW_TOKENS, 60, where=c4)
         seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
         settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
+        request = batching.request_of(settings)  # 0 and 1 turn the filters off
+        code.slow(f"Up to {n_new} tokens at about {generation.STEP_S} s each on one core of a laptop CPU")
+        step_args = (lm, ids, n_new, temperature, request.top_k, request.top_p, seed)
         server = batching.batch_server(lm)
         button_column, together_column = st.columns([1, 4], vertical_alignment="center")
         together = together_column.empty()
@@ -101,13 +117,17 @@ with page.guard():
         count(batching.together_text(server))
         answer = st.empty()
         if settings not in generations() and button_column.button("Generate", icon=":material/play_arrow:",
-                                                                  type="primary"):
+                                                                  type="primary", key="generate"):
             steps = batching.generate(lm, settings, lambda steps: answer.code(
                 lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None, wrap_lines=True), count)
             generations()[settings] = steps
             count(batching.together_text(server))
         if settings in generations():
-            steps = generations()[settings]
+            steps = code.call("steps", generation.generate, *step_args, via=lambda *_: generations()[settings],
+                              note="one forward pass of one token a step against the KV cache (000 §8.5)")
+            code.let("answer", "lm.tokenizer.decode([s.token for s in steps])")
+            code.figure('px.bar(y=[s.probability for s in steps], x=[lm.tokenizer.decode([s.token]) for s in steps], '
+                        'title="Each generated token\'s probability")')
             answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
             figures.show(figures.bars([f"{i + 1}:{visible(lm.tokenizer.decode([s.token]))}" for i, s in
                                        enumerate(steps)], {"p": [s.probability for s in steps]},
@@ -115,6 +135,8 @@ with page.guard():
                                       title="Each generated token's probability in the distribution it was drawn "
                                             "from"))
         else:
+            code.later("steps", generation.generate, *step_args,
+                       note="one forward pass of one token a step against the KV cache (000 §8.5)")
             answer.caption("Press Generate: tokens appear as they are computed, one forward pass of a single "
                            "token each against the KV cache (000 §8.5), in one batch with every other student's "
                            "generation on this server.")
@@ -132,8 +154,11 @@ with page.guard():
             sharing = ", ".join(str(kv_head * group + h + 1) for h in range(group))
             st.caption(f"Query head {head} reads key-value head {kv_head + 1} of {cfg.n_kv_heads}, as query heads "
                        f"{sharing} do: grouped-query attention caches 3 heads' K and V instead of 9.")
+        attention = code.let("attention", 'view["attentions"][layer - 1, head - 1]',
+                             note="layer and head counted from 1, as on the page")
+        code.figure('px.imshow(attention, labels={"x": "key", "y": "query"}, title="Attention")')
         with left:
-            figures.show(figures.heatmap(view["attentions"][layer - 1, head - 1], positions, positions,
+            figures.show(figures.heatmap(attention, positions, positions,
                                          annotate=False, zmax=None, height=520, x_title="key", y_title="query",
                                          title=f"Layer {layer}, query head {head}"
                                                + (f" (last {INSIDE} tokens)" if len(ids) > INSIDE else "")))
@@ -144,6 +169,10 @@ with page.guard():
                                            "tokens"))
 
     if view_name == "Logit lens":
+        code.note("the logit lens: each layer's residual through the final RMSNorm and the tied unembedding")
+        code.let("lens_tokens", '[[lm.tokenizer.decode([i]) for i in row] for row in view["lens_ids"]]')
+        code.figure('px.imshow(view["lens_probs"], text_auto=False, labels={"x": "position", "y": "after layer"}, '
+                    'title="Logit lens")')
         lens_positions = positions[-LENS:]
         lens_text = tuple(tuple(visible(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
         figures.show(figures.heatmap(view["lens_probs"], lens_positions, list(range(1, cfg.n_layers + 1)),
@@ -160,7 +189,14 @@ with page.guard():
         n_head = page.slider("Query head", "nhead", 1, cfg.n_heads, 1, where=c2)
         query = page.slider("Query position", "query", 0, len(shown) - 1, len(shown) - 1, where=c3)
         key = page.slider("Key position", "key", 0, query, 0, where=c4) if query else 0
-        nv = neuron(tuple(shown), n_layer - 1, n_head - 1, query, key)
+        code.let("layer_index, head_index", "nlayer - 1, nhead - 1")
+        # the indices by name (Name): as values, ui/code.py would write a 0 as the Key position's name
+        nv = code.call("nv", inspection.neuron_view, lm, shown, Name("layer_index"), Name("head_index"), query, key,
+                       via=lambda lm, ids, _layer, _head, query, key: neuron(tuple(ids), n_layer - 1, n_head - 1,
+                                                                             query, key),
+                       note="000 eq. 106-109: q and k after RoPE, their products by pair, the score")
+        code.let("score, pair_sums", "nv.score, nv.pair_sums")
+        code.figure('px.bar(y=nv.pair_sums, title="The score by rotated pair, fastest frequency first")')
         left, right = st.columns([3, 2])
         with left:
             figures.show(figures.bars([str(i) for i in range(cfg.head_dim // 2)],
@@ -173,7 +209,7 @@ with page.guard():
                                              "q̃ ⊙ k̃ / √d": nv.products.tolist()}, y_title="value", height=300,
                                       title="Per dimension: pairs (2i, 2i+1) turn together"))
         with right:
-            weights = nv.scores.softmax(0)
+            weights = code.let("weights", "nv.scores.softmax(0)", note="the softmax over the query's row")
             st.metric("score q̃·k̃/√d", f"{nv.score:.4f}")
             st.metric("attention weight after the softmax over its row", f"{float(weights[key]):.4f}")
             st.caption(f"Query head {n_head} reads key-value head {nv.kv_head + 1}. The sum of the bars is the "
@@ -194,7 +230,12 @@ with page.guard():
             base = page.select("RoPE base", "base", ["100000 (the file's)", "10000"])
         scored = perplexities().run("perplexity", passage, lambda report: score(lm, passage, report),
                                     "Scoring the text four ways", estimate=3.0)
-        chosen = scored[(pairing, cfg.rope_base if base.startswith("100000") else 10000.0)]
+        chosen = code.call("chosen", generation.perplexity, lm, passage,
+                           cfg.rope_base if base.startswith("100000") else 10000.0, pairing,
+                           via=lambda lm, text, rope_base, pairing: scored[(pairing, rope_base)],
+                           note="exp of the mean cross-entropy (000 §8.3) with this RoPE base and pairing")
+        code.let("ppl, nll", "chosen.value, chosen.nll")
+        code.figure('px.bar(y=nll, title=f"Perplexity {ppl:.2f}")')
         with left:
             scored_tokens = [visible(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]
             figures.show(figures.bars([f"{i + 1}:{t}" for i, t in enumerate(scored_tokens)],

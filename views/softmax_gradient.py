@@ -1,12 +1,15 @@
 import streamlit as st
 
 from engine.embeddings.softmax import autograd_log_prob_gradient, context_distribution, log_prob_gradient
+from engine.embeddings.train import load_shipped_word2vec
 from ui import figures
 from ui.loaders import checkpoint_vectors, word2vec_checkpoint
 from ui.page import Page, equations, gaps
 
 page = Page("softmax_gradient")
-model, extra = word2vec_checkpoint("lee_softmax")
+code = page.code
+model, extra = code.call("model, extra", load_shipped_word2vec, "lee_softmax", via=word2vec_checkpoint,
+                         note="skip-gram trained with the full softmax of 000 eq. 3 on the Lee corpus")
 V, d = model.input_vectors.shape
 page.intro(
     f"A skip-gram model trained with the full softmax of eq. 3 on the Lee news corpus ({V:,} words, "
@@ -20,12 +23,19 @@ c1, c2, c3 = st.columns(3)
 centre = page.text("Centre word c", "c", "united", max_chars=40, where=c1).strip().lower()
 output = page.text("Output word o", "o", "states", max_chars=40, where=c2).strip().lower()
 top = page.slider("Words shown", "top", 5, 40, 15, where=c3)
+code.setting("c", centre, "Centre word c")  # the words as used, trimmed and lower-cased: the Code view names them
+code.setting("o", output, "Output word o")
 with page.guard():
-    vocabulary = checkpoint_vectors("lee_softmax")
-    c, o = vocabulary.id(centre), vocabulary.id(output)
-    v_c, U = model.input_vectors[c], model.output_vectors
-    p = context_distribution(v_c, U)
+    vocabulary = code.call("vocabulary", model.word_vectors, via=lambda: checkpoint_vectors("lee_softmax"))
+    c = code.call("centre", vocabulary.id, centre)
+    o = code.call("output", vocabulary.id, output)
+    v_c = code.let("v_c", "model.input_vectors[centre]", note="v_c: the centre word's input vector; U: (V, d)")
+    U = code.let("U", "model.output_vectors")
+    p = code.call("p", context_distribution, v_c, U, note="000 eq. 4: softmax(U v_c) over the whole vocabulary")
     best = p.topk(top).indices.tolist()
+    code.figure(f"best = p.topk({top}).indices\n"
+                f"px.bar(x=[vocabulary.words[i] for i in best], y=p[best], labels={{'x': 'o', 'y': 'p(o | c)'}},\n"
+                f"       title='The {top} most likely outputs given c = {centre}')")
     shown = best if o in best else best + [o]  # the chosen o always appears, marked ▶
     left, right = st.columns([3, 2])
     with left:
@@ -33,8 +43,9 @@ with page.guard():
                                   {"p(o | c)": p[shown].tolist()},
                                   title=f"The {top} most likely outputs of the {V:,} given c = “{centre}”",
                                   y_title="p(o | c)"))
-        ours, reference = log_prob_gradient(v_c, U, o), autograd_log_prob_gradient(v_c, U, o)
-        expected_u = p @ U
+        ours = code.call("gradient", log_prob_gradient, v_c, U, o, note="000 eq. 12: u_o − Σ_o' p(o'|c) u_o'")
+        reference = code.call("autograd", autograd_log_prob_gradient, v_c, U, o, note="the same by autograd")
+        expected_u = code.let("expected_u", "p @ U", note="000 eq. 12, last line: E[u] under p(·|c)")
         dims = list(range(d))
         figures.show(figures.lines(dims, {"u_o": U[o].tolist(), "E[u] = Σ p(o'|c) u_o'": expected_u.tolist(),
                                           "eq. 12: u_o − E[u]": ours.tolist(), "autograd": reference.tolist()},
@@ -46,8 +57,9 @@ with page.guard():
             ("000 eq. 12", r"\frac{\partial \log p(o \mid c)}{\partial v_c} = u_o - \sum_{o'} p(o' \mid c)\, u_{o'}"),
             ("000 eq. 12, last line", r"= u_o - \mathbb{E}_{o' \sim p(\cdot \mid c)}[u_{o'}]"),
         )
-        rank = int((p > p[o]).sum()) + 1
-        st.metric(f"p(“{output}” | “{centre}”)", f"{float(p[o]):.5f}",
+        p_o = code.let("p_o", "float(p[output])", note="p(o|c), and its rank among the V words")
+        rank = code.let("rank", "int((p > p[output]).sum()) + 1")
+        st.metric(f"p(“{output}” | “{centre}”)", f"{p_o:.5f}",
                   delta=f"rank {rank} of {V:,}; uniform would be {1 / V:.5f}", delta_color="off")
         st.metric("Σ over the vocabulary", f"{float(p.sum()):.6f}")
         st.metric("Multiply-adds for one p(o|c)", f"{V * d:,}", help="V · d: the cost negative sampling and "

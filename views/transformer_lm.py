@@ -3,19 +3,20 @@ import streamlit as st
 import torch
 
 from engine.transformer import sampler
-from engine.transformer.model import attention_maps
+from engine.transformer.model import attention_maps, head_attention
+from engine.transformer.train import load_lm, unigram_loss
 from ui import figures
 from ui.loaders import char_model, char_sampler_weights, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def continuation(prompt: tuple[int, ...], n_new: int, temperature: float, top_k: int | None, seed: int) -> str:
-    """The sampled continuation, the same for every visitor who asks for it (the default one first), drawn by the
-    compiled sampler: the torch loop gave up the GIL some 70 times a character and waited behind every other
-    session each time (benchmarks/gil_convoy.py)."""
-    _, vocab, _ = char_model("causal")
-    return vocab.decode(sampler.sample(char_sampler_weights(), list(prompt), n_new, temperature, top_k, seed))
+def sampled(_weights: sampler.Weights, prompt: list[int], n_new: int, temperature: float, top_k: int | None,
+            seed: int) -> list[int]:
+    """The sampled continuation's ids, the same for every visitor who asks for it (the default one first), drawn by
+    the compiled sampler: the torch loop gave up the GIL some 70 times a character and waited behind every other
+    session each time (benchmarks/gil_convoy.py). One set of weights, so they are left out of the key."""
+    return sampler.sample(_weights, prompt, n_new, temperature, top_k, seed)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -25,6 +26,11 @@ def prompt_attention(prompt: tuple[int, ...]) -> np.ndarray:
     return torch.stack(attention_maps(model, torch.tensor(prompt))).numpy()
 
 
+def cached_head(model, idx: torch.Tensor, layer: int, head: int) -> np.ndarray:
+    """head_attention through the page's cache of every head's map, so moving the sliders computes nothing."""
+    return prompt_attention(tuple(idx.tolist()))[layer - 1, head - 1]
+
+
 @st.fragment
 def attention_panel(ids: torch.Tensor) -> None:
     """The heatmap with its layer and head: moving either reruns only this part of the page."""
@@ -32,8 +38,9 @@ def attention_panel(ids: torch.Tensor) -> None:
     a1, a2 = st.columns(2)
     layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
     head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
-    shown = ids[-40:]  # a 40 x 40 map stays readable
-    attention = prompt_attention(tuple(shown.tolist()))[layer - 1, head - 1]  # (T, T)
+    shown = code.let("shown", "ids[-40:]", note="the last 40 characters: a 40 x 40 map stays readable")
+    attention = code.call("attention", head_attention, model, shown, layer, head, via=cached_head,
+                          note="000 eq. 79-80: one head's causal attention, softmax(QK^T / sqrt(d_k) + M)")  # (T, T)
     labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
     with figure_slot:
         figures.show(figures.heatmap(
@@ -44,7 +51,9 @@ def attention_panel(ids: torch.Tensor) -> None:
 
 
 page = Page("transformer_lm")
-model, vocab, extra = char_model("causal")
+code = page.code
+model, vocab, extra = code.call("model, vocab, extra", load_lm, "causal", via=char_model,
+                                note="000 §8.3: the trained character TransformerLM and its training record")
 cfg = model.config
 page.intro(
     f"The TransformerLM of 000 §8.3, trained by this project on the Lee corpus of news stories that gensim "
@@ -59,12 +68,20 @@ n_new = page.slider("New characters", "new", 0, 200, 120, where=c4)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 
 with page.guard():
-    ids, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)
-    generated = continuation(tuple(ids.tolist()), n_new, temperature, top_k or None, seed)
+    _, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)  # cut to the context, with notices
+    ids = code.call("ids", vocab.encode, prompt)
+    weights = code.call("weights", sampler.weights_of, model, via=lambda _: char_sampler_weights())
+    new_ids = code.call("new_ids", sampler.sample, weights, code.let("prompt_ids", "ids.tolist()"), n_new,
+                        temperature, top_k or None, seed, via=sampled,
+                        note="p_i ∝ exp(z_i / T) over the top-k logits, one character at a time (T = 0: greedy)")
+    generated = code.call("generated", vocab.decode, new_ids)
 
     left, right = st.columns([3, 2])
     with left:  # the figure first, its controls under it: on a projector it opens on the first screen
         attention_panel(ids)
+        code.figure('labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]\n'
+                    'px.imshow(attention, x=labels, y=labels, labels={"x": "key character", "y": "query character"},'
+                    ' title=f"Attention over the prompt: layer {layer}, head {head}")')
     with right:
         st.markdown("**Generated**")
         st.code(prompt + "⟶" + generated, language=None, wrap_lines=True)
@@ -76,8 +93,11 @@ with page.guard():
             ("sampling", r"p_i \propto \exp(z_i / T)\ \text{over the top-}k\ \text{logits}"),
         )
         metrics = extra["metrics"]
-        st.metric("Held-out loss (last 10% of the corpus)", f"{metrics['held_out_loss']:.3f} nats/char",
-                  f"{metrics['held_out_loss'] - unigram_baseline():.2f} against character frequencies alone",
+        held_out = code.let("held_out_loss", 'extra["metrics"]["held_out_loss"]',
+                            note="nats per character on the last 10% of the corpus, against frequencies alone")
+        baseline = code.call("baseline", unigram_loss, vocab, via=lambda _: unigram_baseline())
+        st.metric("Held-out loss (last 10% of the corpus)", f"{held_out:.3f} nats/char",
+                  f"{held_out - baseline:.2f} against character frequencies alone",
                   delta_color="inverse")
         st.caption("What it can do: spell common words, put spaces and capitals where English does, copy names "
                    "from the prompt. What it cannot: make sense beyond a few words. 300 news stories are far too "

@@ -1,15 +1,22 @@
 import streamlit as st
 
-from engine.embeddings.corpus import Vocab, chunked, tokenize
-from engine.embeddings.vectors import WordVectors
-from engine.embeddings.word2vec import Word2VecConfig, train
+from engine.embeddings.corpus import Vocab, chunked, load_corpus, tokenize
+from engine.embeddings.train import load_shipped_word2vec
+from engine.embeddings.word2vec import Word2VecConfig, Word2VecModel, train
 from engine.errors import InputError
 from ui import figures, training
+from ui.code import Name
 from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
 
-RESULT = "word2vec_training_result"  # session key: (settings, model) of the last run, finished or stopped
+RESULT = "word2vec_training_result"  # session key: ((corpus, pasted text, config), model) of the last run
+# words a second on one core of a laptop, an epoch of the Lee news at d = 50, window 5, k = 5: the compiled
+# skip-gram with negative sampling, the batched rest; the full softmax also grows with the vocabulary (1,776 here)
+WORDS_PER_SECOND = {("skipgram", "negative"): 500_000, ("cbow", "negative"): 60_000,
+                    ("skipgram", "hierarchical"): 12_000, ("cbow", "hierarchical"): 20_000,
+                    ("skipgram", "softmax"): 1_300 * 1776, ("cbow", "softmax"): 8_000 * 1776}
+EQUATION = {"negative": 16, "hierarchical": 24, "softmax": 3}  # the objective each output layer maximises
 page = Page("word2vec_training")
 
 page.intro(
@@ -30,24 +37,29 @@ window = page.slider("Window m (each side)", "window", 1, 10, 5, where=c2)
 # the Lee corpus is small: at 5 epochs every neighbour sits at cosine ≈ 0.99; 15 separate them in seconds
 epochs = page.slider("Epochs", "epochs", 1, 20, 15, where=c3)
 min_count = page.slider("Minimum count", "min_count", 1, 20, 5, where=c4)
-subsample = page.toggle("Subsample", "sample", True, where=c5, help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
+subsample = page.toggle("Subsample", "sample", True, where=c5,
+                        help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
 
-pasted = ""
+code = page.code
+pasted, trained_on = "", None
+training_note = f"000 eq. {EQUATION[objective]}: {epochs} epochs of SGD, its rate decaying linearly"
 if source == "pasted":
     pasted = st.text_area("Your corpus (one sentence or paragraph per line)", max_chars=200_000, key="w2v_paste",
                           placeholder="Paste a few thousand words of text…")
-    sentences = chunked(tokenize(pasted))
+    sentences = code.call("sentences", chunked, code.call("lines", tokenize, pasted))
     if any(not w.isascii() for s in sentences for w in s):
         page.notice("Some words have non-ASCII letters; they are kept as written, accents included.")
 else:
-    sentences = corpus(source)
-config = Word2VecConfig(architecture, objective, dim, window, k, min_count=min_count, sample=1e-3 if subsample else 0,
-                        epochs=epochs, seed=0)
-n_words = sum(len(s) for s in sentences)
+    sentences = code.call("sentences", load_corpus, source, via=corpus)
+threshold = code.let("threshold", "1e-3 if sample else 0.0", note="word2vec's subsampling threshold t (0: keep all)")
+config = code.call("config", Word2VecConfig, architecture, objective, dim, window, k, min_count=min_count,
+                   sample=threshold, epochs=epochs, seed=0)
+n_words = code.let("n_words", "sum(len(s) for s in sentences)")
 with page.guard():
     if n_words == 0:
         raise InputError("Paste some text to train on: the corpus is empty.")
-    vocab = Vocab.build(sentences, min_count) if source == "pasted" else corpus_vocab(source, min_count)
+    vocab = code.call("vocab", Vocab.build, sentences, min_count,
+                      via=None if source == "pasted" else lambda _, m: corpus_vocab(source, m))
     left, right = st.columns([3, 2])
     with right:
         equations(
@@ -59,7 +71,12 @@ with page.guard():
     with left:
         if objective == "negative" and len(vocab):
             shown = list(range(min(25, len(vocab))))
-            raw, noise = vocab.noise_distribution(power=1.0), vocab.noise_distribution()
+            raw = code.call("unigram", vocab.noise_distribution, power=1.0,
+                            note="count(w)/N, and word2vec's P_n(w) ∝ count(w)^3/4 that draws eq. 16's k noise words")
+            noise = code.call("noise", vocab.noise_distribution)
+            code.figure('go.Figure([go.Bar(x=vocab.words[:25], y=unigram[:25], name="unigram count/N"), '
+                        'go.Bar(x=vocab.words[:25], y=noise[:25], name="P_n ∝ count^0.75")], '
+                        'layout_title="Where the k noise words come from: the power 3/4 lifts rare words")')
             figures.show(figures.bars([vocab.words[i] for i in shown],
                                       {"unigram count/N": raw[shown], "P_n ∝ count^0.75": noise[shown]},
                                       title="Where the k noise words come from: the power 3/4 lifts rare words",
@@ -75,28 +92,43 @@ with page.guard():
     st.caption("A small corpus needs many passes: on the Lee news the defaults (15 epochs, d = 50) train in about "
                "10 s on one core and give neighbours like minister → prime, foreign, affairs; at 5 epochs the "
                "vectors have barely moved apart and every neighbour sits at cosine ≈ 0.99.")
+    seconds = n_words * epochs * dim / 50 * window / 5 * (k / 5 if objective == "negative" else 1) * (
+        len(vocab) / 1776 if objective == "softmax" else 1) / WORDS_PER_SECOND[architecture, objective]
+    code.slow(f"Training takes about {max(seconds, 1):,.0f} s on one core of a laptop CPU")
+    trained_on = (source, pasted, config)
     if start:
-        training.run("word2vec", RESULT, config,
+        training.run("word2vec", RESULT, trained_on,
                      lambda report: train(sentences, config, on_progress=report, reports=25),
                      lambda p: f"epoch {p.epoch + 1} of {epochs} · {p.words_per_second:,.0f} words/s",
-                     estimate=10.0, reads=(source, pasted))
+                     estimate=seconds)
+    if not training.finished(st.session_state.get(RESULT), trained_on):  # the code trains at the settings on screen
+        code.later("model", train, sentences, config, note=training_note)
+        code.later("vectors", Word2VecModel.word_vectors, Name("model"))
+        training.later_neighbours(code, probes, vocab)
 result = st.session_state.get(RESULT)
 if result is not None:
-    trained_config, model = result
-    vectors = WordVectors(model.vocab.words, model.input_vectors.numpy())
+    (_, _, trained_config), model = result
+    fresh = training.finished(result, trained_on)
+    if fresh:
+        model = code.call("model", train, sentences, config, via=lambda *_: result[1], note=training_note)
+        code.let("losses", "model.losses")
+        vectors = code.call("vectors", model.word_vectors)
+    else:  # a run stopped early, or of other settings: shown, not the code's
+        vectors = model.word_vectors()
     st.subheader(f"Your model ({training.state(model)}): {trained_config.architecture}, {trained_config.objective}, "
                  f"d = {trained_config.dim}, {len(vectors):,} words, {model.seconds:.1f} s")
     training.loss_curve(model.losses)
-    training.neighbour_columns(page, vectors, probes)
+    training.neighbour_columns(page, vectors, probes, recorded=fresh)
 
 st.subheader("Shipped checkpoints: ours beside gensim's on the Wikipedia sample")
-ours, theirs = checkpoint_vectors("wikipedia_sgns"), checkpoint_vectors("wikipedia_gensim")
-(_, our_extra), (_, their_extra) = word2vec_checkpoint("wikipedia_sgns"), word2vec_checkpoint("wikipedia_gensim")
 word = page.text("Word", "word", "music", max_chars=40).strip().lower()
 with page.guard():
     g1, g2 = st.columns(2)
-    for column, name, vecs, extra in ((g1, "ours (this app's word2vec)", ours, our_extra),
-                                      (g2, "gensim Word2Vec", theirs, their_extra)):
+    for column, name, title in ((g1, "ours", "ours (this app's word2vec)"), (g2, "gensim", "gensim Word2Vec")):
+        checkpoint = f"wikipedia_{'sgns' if name == 'ours' else 'gensim'}"
+        shipped, stored = code.call(f"{name}_model, {name}_stored", load_shipped_word2vec, checkpoint,
+                                    via=word2vec_checkpoint)
+        vecs = code.call(f"{name}_vectors", shipped.word_vectors, via=lambda: checkpoint_vectors(checkpoint))
         with column:
-            neighbour_table(vecs.neighbours(word, 10), name)
-            st.caption(training.scores_text(extra["metrics"]))
+            neighbour_table(code.call(f"{name}_nearest", vecs.neighbours, word), title)
+            st.caption(training.scores_text(stored["metrics"]))

@@ -29,6 +29,11 @@ def token_embeddings(tokens: list[str], d_model: int, seed: int) -> torch.Tensor
     return torch.stack(rows) if rows else torch.empty(0, d_model)
 
 
+def shuffled_order(tokens: list[str], seed: int) -> list[int]:
+    """A seeded random new order of the tokens' positions: new position i takes old token order[i]."""
+    return torch.randperm(len(tokens), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
 def permutation_matrix(order: list[int]) -> torch.Tensor:
     """P with (P X)[i] = X[order[i]]; order must be a permutation of 0..n-1."""
     n = len(order)
@@ -44,6 +49,7 @@ class EquivarianceCheck:
     P: torch.Tensor  # (T, T)
     A: torch.Tensor  # (T, T) attention of the original order
     A_permuted: torch.Tensor  # (T, T) attention of the shuffled order, A'
+    A_reordered: torch.Tensor  # (T, T) P A P^T: the original attention with rows and columns shuffled
     weights_error: float  # max |A' - P A P^T|
     output_error: float  # max |Attention(X') - P Attention(X)|
 
@@ -74,10 +80,12 @@ def check_equivariance(X: torch.Tensor, weights: MultiHeadWeights, order: list[i
     P = permutation_matrix(order)
     A, out = self_attention_weights(X, weights, encoding, base)
     A_permuted, out_permuted = self_attention_weights(P @ X, weights, encoding, base)
+    A_reordered = P @ A @ P.T
     return EquivarianceCheck(
         P=P,
         A=A,
         A_permuted=A_permuted,
-        weights_error=float((A_permuted - P @ A @ P.T).abs().max()),
+        A_reordered=A_reordered,
+        weights_error=float((A_permuted - A_reordered).abs().max()),
         output_error=float((out_permuted - P @ out).abs().max()),
     )

@@ -5,6 +5,7 @@ the keys are observed locations and the values their labels.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -75,15 +76,25 @@ def make_regression_data(n_train: int, noise: float, seed: int, n_query: int = 5
     return RegressionData(x_train, y_train, x_query, true_function(x_query))
 
 
+def fit_error(fit: KernelFit, truth: torch.Tensor) -> float:
+    """Mean squared error of the estimate against the true curve (Q,), over the queries a key covers; NaN when
+    no query is covered."""
+    covered = ~torch.isnan(fit.predictions)
+    if not covered.any():
+        return float("nan")
+    return float(((fit.predictions[covered] - truth[covered]) ** 2).mean())
+
+
+def bandwidth_grid(low: float = 0.05, high: float = 3.0, count: int = 25) -> torch.Tensor:
+    """Bandwidths evenly spaced in log h, (count,): the kernel regression page's slider range."""
+    return torch.logspace(math.log10(low), math.log10(high), count)
+
+
 def bandwidth_sweep(data: RegressionData, bandwidths: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Mean squared error against the true curve per kernel and bandwidth (NaN rows skipped)."""
+    """Mean squared error against the true curve per kernel and bandwidth (uncovered queries skipped)."""
     errors = {}
     for name in KERNELS:
-        row = []
-        for h in bandwidths.tolist():
-            fit = nadaraya_watson(data.x_query, data.x_train, data.y_train, name, h)
-            covered = ~torch.isnan(fit.predictions)
-            squared = (fit.predictions[covered] - data.y_true[covered]) ** 2
-            row.append(float(squared.mean()) if covered.any() else float("nan"))
+        row = [fit_error(nadaraya_watson(data.x_query, data.x_train, data.y_train, name, h), data.y_true)
+               for h in bandwidths.tolist()]
         errors[name] = torch.tensor(row)
     return errors

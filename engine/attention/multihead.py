@@ -30,6 +30,11 @@ def init_multihead(d_model: int, seed: int) -> MultiHeadWeights:
     )
 
 
+def random_tokens(batch: int, tokens: int, d_model: int, seed: int) -> torch.Tensor:
+    """A seeded batch of token vectors with independent N(0, 1) entries: x (B, T, C)."""
+    return torch.randn(batch, tokens, d_model, generator=torch.Generator().manual_seed(seed))
+
+
 def check_heads(d_model: int, n_heads: int) -> None:
     """000 eq. 69: d_k * h = d_model, so h must divide d_model."""
     if n_heads < 1 or d_model % n_heads:
@@ -77,6 +82,14 @@ def multi_head_steps(x: torch.Tensor, weights: MultiHeadWeights, n_heads: int, c
     steps.append(Step("y = y.transpose(1, 2).contiguous().view(B, T, C)", "000 eq. 82", "(B, T, C)", y))
     steps.append(Step("y = self.proj(y)", "000 eq. 82 (x W_O)", "(B, T, C)", y @ weights.W_o))
     return steps
+
+
+def step_tensor(steps: list[Step], code: str) -> torch.Tensor:
+    """The tensor that the line `code` of 000 §8.3.2 made, in steps from multi_head_steps."""
+    for step in steps:
+        if step.code == code:
+            return step.tensor
+    raise ValueError(f"no step runs {code!r}; the steps are {', '.join(s.code for s in steps)}")
 
 
 def multi_head_per_head(x: torch.Tensor, weights: MultiHeadWeights, n_heads: int, causal: bool) -> torch.Tensor:

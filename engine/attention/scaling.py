@@ -43,6 +43,13 @@ def sample_logits(d_k: int, n_keys: int, n_draws: int, generator: torch.Generato
     return torch.cat(chunks)
 
 
+def one_query_weights(d_k: int, n_keys: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One random query against n_keys random keys at width d_k: the softmax of the raw logits q.k_j and of the
+    scaled ones q.k_j / sqrt(d_k) (000 eq. 57), each (m,)."""
+    logits = sample_logits(d_k, n_keys, 1, torch.Generator().manual_seed(seed))[0]  # (m,)
+    return torch.softmax(logits, dim=0), torch.softmax(logits / math.sqrt(d_k), dim=0)
+
+
 @dataclass
 class ScalingStudy:
     d_k: list[int]

@@ -41,6 +41,12 @@ def init_scoring_params(d_q: int, d_k: int, hidden: int, seed: int) -> ScoringPa
     )
 
 
+def random_qkv(n: int, m: int, d_q: int, d_k: int, d_v: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """Seeded queries Q (n, d_q), keys K (m, d_k) and values V (m, d_v) with independent N(0, 1) entries."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d_q, generator=g), torch.randn(m, d_k, generator=g), torch.randn(m, d_v, generator=g)
+
+
 def scores(Q: torch.Tensor, K: torch.Tensor, kind: str, params: ScoringParams | None = None) -> torch.Tensor:
     """Score every query against every key: Q (n, d_q), K (m, d_k) -> (n, m).
 

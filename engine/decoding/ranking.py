@@ -29,3 +29,8 @@ def ranked_hypotheses(tree: SearchTree, scoring: Scoring, source_length: int) ->
 def winners(hypotheses: list[Hypothesis]) -> dict[str, int]:
     """The node each rule would output."""
     return {rule: next(h.node for h in hypotheses if h.rank[rule] == 1) for rule in RULES} if hypotheses else {}
+
+
+def winning_outputs(model, tree: SearchTree, best: dict[str, int]) -> dict[str, str]:
+    """What each rule outputs: its winner's tokens as the model (a Stepper) labels them, ■ for the end symbol."""
+    return {rule: "".join(model.label(t) for t in tree.tokens(node)) for rule, node in best.items()}

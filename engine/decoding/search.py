@@ -103,7 +103,8 @@ def search(model: Stepper, method: str, width: int, max_len: int, pruned_shown: 
         if width < 1:
             raise InputError("the beam width W must be at least 1")
         if width > model.vocab_size:
-            raise InputError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): at most {model.vocab_size}")
+            raise InputError(f"W = {width} is wider than the vocabulary ({model.vocab_size}): "
+                             f"at most {model.vocab_size}")
     else:
         raise ValueError(f"unknown method {method!r}")
     return _expand(model, method, width, max_len, pruned_shown, pruning)

@@ -68,6 +68,12 @@ def tile_kind(i: int, j: int, B_r: int, B_c: int, N: int, causal: bool) -> str:
     return "skipped" if first_col > last_row else "diagonal"
 
 
+def tile_kinds(N: int, B_r: int, B_c: int, causal: bool) -> list[list[str]]:
+    """tile_kind of every tile of S: (T_r, T_c) with T_r = ⌈N / B_r⌉ query blocks and T_c = ⌈N / B_c⌉ key blocks."""
+    T_r, T_c = math.ceil(N / B_r), math.ceil(N / B_c)
+    return [[tile_kind(i, j, B_r, B_c, N, causal) for j in range(T_c)] for i in range(T_r)]
+
+
 @dataclass
 class TileStep:
     """One computed tile of the forward pass, for one head: the running statistics of its query rows after it."""
@@ -176,7 +182,11 @@ class TiledExample:
     checks: list[tuple[str, torch.Tensor, torch.Tensor]]  # (what, tiled, reference)
 
 
-def tiled_example(N: int, d: int, B_r: int, B_c: int, causal: bool, seed: int) -> TiledExample:
+EXAMPLE_HEAD_DIM = 8  # the example shows the grid of tiles, not the width of a head
+
+
+def tiled_example(N: int, B_r: int, B_c: int, causal: bool, seed: int,
+                  d: int = EXAMPLE_HEAD_DIM) -> TiledExample:
     """Random Q, K, V (1, 1, N, d) in float64, so the checks are limited by rounding alone: O against naive
     attention, L against logsumexp of the masked scores, dQ, dK, dV against autograd through naive attention."""
     g = torch.Generator().manual_seed(seed)

@@ -30,6 +30,10 @@ class SoftmaxTrace:
         before it."""
         return int(torch.nonzero(self.m == self.m[-1])[0]) + 1
 
+    def rescaling(self) -> torch.Tensor:
+        """(N,) e^{m_{i-1} - m_i}, the factor eq. 130 multiplies d_{i-1} by at step i; 0 at step 1 (m_0 = -inf)."""
+        return torch.cat([self.m.new_zeros(1), torch.exp(self.m[:-1] - self.m[1:])])
+
 
 @dataclass
 class AttentionTrace:
@@ -43,6 +47,18 @@ def _logits(x: torch.Tensor) -> torch.Tensor:
     if x.dim() != 1 or x.numel() == 0:
         raise InputError("the logits must be a non-empty vector")
     return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def random_logits(n: int, scale: float, seed: int) -> torch.Tensor:
+    """(n,) logits drawn from N(0, scale²) with a seeded generator."""
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def logits_as_attention(x: torch.Tensor, d_v: int = 2,
+                        seed: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One query whose scores are the logits: q = (1), K = x as a column, so q k_i^T = x_i exactly at scale 1;
+    and random values V (N, d_v), seeded. Returns q (1,), K (N, 1), V (N, d_v)."""
+    return torch.ones(1), x[:, None], torch.randn(len(x), d_v, generator=torch.Generator().manual_seed(seed))
 
 
 def naive_softmax(x: torch.Tensor) -> torch.Tensor:

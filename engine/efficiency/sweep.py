@@ -198,6 +198,20 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
     return points
 
 
+def measure_lengths(lengths: Iterable[int], d: int, causal: bool, chosen: Sequence[str], device: str = "cpu",
+                    dtype: torch.dtype = torch.float32, block: int = 256, naive_budget: int = 256 * 2**20,
+                    repeats: int = 5, before: Callable[[int, int], bool] | None = None) -> list[dict] | None:
+    """`measure` at each N in turn, one head, as rows of the results file. before(k, N), if given, is called
+    ahead of the k-th length (to report progress) and may return False to stop: then None."""
+    rows = []
+    for k, N in enumerate(lengths):
+        if before is not None and not before(k, N):
+            return None
+        rows += as_rows(measure(N, d, causal, chosen, device, dtype, block=block, naive_budget=naive_budget,
+                                repeats=repeats))
+    return rows
+
+
 def peak_memory_by_length(lengths: Iterable[int], d: int, causal: bool, B_r: int, B_c: int) -> dict[str, list[float]]:
     """MiB held in tensors at the peak of naive and tiled attention (fp32, one head) at each N, on CPU."""
     peaks: dict[str, list[float]] = {NAIVE: [], TILED: []}

@@ -51,6 +51,14 @@ def tiled_traffic(N: int, d: int, B_r: int, B_c: int, causal: bool = False, elem
     return Traffic(batch_heads * read, batch_heads * written)
 
 
+def traffic_by_length(lengths: list[int], d: int, B_r: int, B_c: int, causal: bool = False,
+                      element_bytes: int = 2) -> tuple[list[float], list[float]]:
+    """MiB moved for one head at each N: naive (Algorithm 0) and tiled."""
+    naive = [naive_traffic(N, d, element_bytes).total / 2**20 for N in lengths]
+    tiled = [tiled_traffic(N, d, B_r, B_c, causal, element_bytes).total / 2**20 for N in lengths]
+    return naive, tiled
+
+
 def sram_bytes(B_r: int, B_c: int, d: int, element_bytes: int = 2) -> int:
     """On-chip working set of one tile step: Q_i, K_j, V_j in the input dtype; the S/P tile, the output
     accumulator and m, l in float32."""

@@ -99,8 +99,9 @@ def weighting(x: np.ndarray, x_max: float = 100.0, alpha: float = 0.75) -> np.nd
 
 
 def ratio_table(X: sp.csr_matrix, vocab: Vocab, i: str, j: str, probes: list[str]) -> dict[str, list[float]]:
-    """P(k|i), P(k|j) and their ratio for each probe word k, P(k|i) = X_ik / Σ_k' X_ik'. Large ratios mark
-    words related to i and not j, small ones the reverse, near 1 words related to both or neither."""
+    """The counts X_ik, X_jk, then P(k|i), P(k|j) and their ratio for each probe word k, P(k|i) = X_ik / Σ_k' X_ik'.
+    Large ratios mark words related to i and not j, small ones the reverse, near 1 words related to both or
+    neither."""
     missing = [w for w in (i, j, *probes) if w not in vocab.index]
     if missing:
         raise InputError(f"not in the vocabulary: {', '.join(missing)}")
@@ -109,8 +110,9 @@ def ratio_table(X: sp.csr_matrix, vocab: Vocab, i: str, j: str, probes: list[str
     if not all(totals.values()):
         raise InputError(f"{i if not totals[i] else j} has no co-occurrences in this window")
     probe_ids = [vocab.index[k] for k in probes]
-    p_i = rows[i].toarray()[0, probe_ids] / totals[i]
-    p_j = rows[j].toarray()[0, probe_ids] / totals[j]
+    x_i, x_j = rows[i].toarray()[0, probe_ids], rows[j].toarray()[0, probe_ids]
+    p_i, p_j = x_i / totals[i], x_j / totals[j]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = p_i / p_j  # inf where only i meets k, nan where neither does
-    return {"P(k|i)": p_i.tolist(), "P(k|j)": p_j.tolist(), "ratio": ratio.tolist()}
+    return {"X_ik": x_i.tolist(), "X_jk": x_j.tolist(), "P(k|i)": p_i.tolist(), "P(k|j)": p_j.tolist(),
+            "ratio": ratio.tolist()}

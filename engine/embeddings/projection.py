@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from engine.efficiency.measure import torch_threads
 from engine.errors import InputError
 
 # ---------------------------------------------------------------------------------------------------- PCA
@@ -223,6 +224,37 @@ def _start(X: torch.Tensor, config: TSNEConfig) -> torch.Tensor:
         return 1e-4 * noise
     coords = torch.from_numpy(pca(X.numpy(), config.dims).coords).float()  # (N, k)
     return 1e-4 * (coords / coords[:, 0].std() + 0.01 * noise)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What the projector draws of N words: their places and how faithful the picture is."""
+
+    coords: np.ndarray  # (N, dims)
+    explained: np.ndarray | None  # (dims,) PCA's share of the variance per axis; None for t-SNE
+    kl: list[tuple[int, float]]  # t-SNE's (iteration, KL(P || Q)) reports; empty for PCA
+    kept: float  # share of each word's 10 nearest neighbours (cosine) also nearest in the picture
+
+
+def project(X: np.ndarray, method: str, dims: int, perplexity: float = 30.0,
+            on_progress: Callable[[int, int, float], bool | None] | None = None) -> Projection:
+    """The rows of X (N, d) in dims dimensions by "PCA" or "t-SNE" (with TSNEConfig's defaults at this perplexity;
+    on_progress as tsne's), and the share of neighbourhoods the picture keeps.
+
+    t-SNE runs on one thread, as the app's server runs everything: on two threads float32 sums round differently,
+    and 350 iterations carry that into places whole units apart (6.7 on 1,000 GloVe words), so a picture made
+    here would not be the one the app drew.
+    """
+    if method == "PCA":
+        found = pca(X, dims)
+        coords, explained, kl = found.coords, found.explained, []
+    elif method == "t-SNE":
+        with torch_threads(1):
+            found = tsne(X, TSNEConfig(dims=dims, perplexity=perplexity), on_progress)
+        coords, explained, kl = found.coords, None, found.kl
+    else:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return Projection(coords, explained, kl, neighbours_kept(X, coords))
 
 
 # ---------------------------------------------------------------------------------------------- what to show

@@ -97,6 +97,13 @@ def merged_ngrams(parts: list[LengthNgrams]) -> tuple[list[str], np.ndarray]:
     return [every[i] for i in order.tolist()], np.concatenate([p.hashes for p in parts])[order]
 
 
+def vocabulary_ngrams(words: list[str], min_n: int, max_n: int) -> tuple[list[str], np.ndarray]:
+    """The distinct n-grams of min_n to max_n characters of the words and their FNV-1a hashes, (G,), in the order
+    fastText meets them: length_ngrams of each length, merged."""
+    check_range(min_n, max_n)
+    return merged_ngrams([length_ngrams(words, n) for n in range(min_n, max_n + 1)])
+
+
 def check_buckets(n_buckets: int) -> None:
     if n_buckets < 1:
         raise InputError(f"there must be at least one bucket, not {n_buckets}")

@@ -51,6 +51,12 @@ def quality(model: Word2VecModel) -> dict:
     return scores(WordVectors(model.vocab.words, model.input_vectors.numpy()))
 
 
+def load_shipped_word2vec(name: str) -> tuple[Word2VecModel, dict]:
+    """A shipped checkpoint by name (one of RUNS: "wikipedia_sgns", "wikipedia_gensim", "lee_softmax",
+    "lee_hierarchical") and what was saved beside it: the corpus and the metrics of its float16 vectors."""
+    return load_model(CHECKPOINTS / f"{name}.pt")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(RUNS))

@@ -13,10 +13,15 @@ from pathlib import Path
 
 from engine.embeddings.corpus import load_corpus
 from engine.embeddings.evaluation import scores
-from engine.embeddings.fasttext import FastTextConfig, load_model, save_model, train
+from engine.embeddings.fasttext import FastTextConfig, FastTextModel, load_model, save_model, train
 
 CHECKPOINT = Path(__file__).parent / "checkpoints" / "fasttext_wikipedia.pt"
 CONFIG = FastTextConfig(dim=100, window=5, negatives=5, min_count=5, epochs=5, seed=0)
+
+
+def load_shipped_fasttext() -> tuple[FastTextModel, dict]:
+    """The shipped checkpoint, and what was saved beside it: the corpus, training time and metrics."""
+    return load_model(CHECKPOINT)
 
 
 def main() -> None:

@@ -53,6 +53,12 @@ def load_glove_checkpoint(path: Path) -> tuple[WordVectors, dict]:
     return WordVectors(data.pop("words"), data.pop("vectors").float().numpy()), data
 
 
+def load_shipped_glove(name: str) -> tuple[WordVectors, dict]:
+    """A shipped checkpoint by name ("glove_wikipedia" or "glove_wikipedia_nobias"): its word vectors u + v, and
+    its config, losses per epoch, training time and scores."""
+    return load_glove_checkpoint(CHECKPOINTS / f"{name}.pt")
+
+
 def quality(vectors: WordVectors, reference: WordVectors) -> dict:
     """scores() of vectors; and of vectors and reference on the words both hold, so that both answer the same
     questions among the same candidate words."""

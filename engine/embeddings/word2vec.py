@@ -23,6 +23,7 @@ from engine.embeddings import sgns
 from engine.embeddings.corpus import Vocab
 from engine.embeddings.huffman import huffman_tree
 from engine.embeddings.pairs import cbow_examples, shrunk_windows, training_pairs
+from engine.embeddings.vectors import WordVectors
 from engine.errors import InputError
 
 ARCHITECTURES = ("skipgram", "cbow")
@@ -76,6 +77,10 @@ class Word2VecModel:
     losses: list[float] = field(default_factory=list)
     fraction_done: float = 0.0
     seconds: float = 0.0
+
+    def word_vectors(self) -> WordVectors:
+        """The input vectors v with their words: what neighbours and analogies read."""
+        return WordVectors(self.vocab.words, self.input_vectors.numpy())
 
 
 class _Objective:

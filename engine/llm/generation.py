@@ -19,6 +19,7 @@ from engine.llm.smollm import SmolLM
 from engine.transformer.model import draw_next
 
 MAX_NEW_TOKENS = 200  # per request: about 10 s on one CPU
+STEP_S = 0.05  # seconds a decode step of one request takes on one CPU core
 MAX_PROMPT_TOKENS = 1024  # the context is 8,192, but a CPU prefill of that takes minutes and 2.4 GB of scores
 
 
@@ -91,6 +92,12 @@ def stream(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float =
         if int(token) == lm.tokenizer.eos_id:
             return
         out = lm.model(token, cache=out.cache, last_only=True)
+
+
+def generate(lm: SmolLM, ids: list[int], max_new_tokens: int, temperature: float = 0.0, top_k: int | None = None,
+             top_p: float | None = None, seed: int = 0) -> list[Generated]:
+    """stream's tokens, all of them."""
+    return list(stream(lm, ids, max_new_tokens, temperature, top_k, top_p, seed))
 
 
 @dataclass(frozen=True)

@@ -80,3 +80,17 @@ def neuron_view(lm: SmolLM, ids: list[int], layer: int, head: int, query: int, k
     scores = heads.k_rot @ q_rot / math.sqrt(d)  # (query + 1,)
     return NeuronView(q, k, q_rot, k_rot, products, pair_sums, rope_frequencies(d, cfg.rope_base).float(),
                       float(products.sum()), scores, heads.kv_head)
+
+
+@torch.no_grad()
+def overview(lm: SmolLM, ids: list[int], lens_positions: int = 16, top: int = 12) -> dict:
+    """One forward pass over ids, read three ways: the `top` most likely next tokens ("next_ids", "next_probs"),
+    every layer's and head's attention ("attentions", (L, H, T, T)), and the logit lens over the last
+    lens_positions positions ("lens_ids", "lens_probs", each (L, lens_positions))."""
+    inside = look_inside(lm, ids)
+    lens = logit_lens(lm, Inside(inside.ids[-lens_positions:], inside.logits[-lens_positions:], inside.attentions,
+                                 inside.residuals[:, -lens_positions:]))
+    next_probs = inside.logits[-1].float().softmax(-1)  # (V,)
+    best = next_probs.topk(top)
+    return {"attentions": inside.attentions.numpy(), "next_ids": best.indices.tolist(),
+            "next_probs": best.values.tolist(), "lens_ids": lens.top_ids.tolist(), "lens_probs": lens.top_probs.numpy()}

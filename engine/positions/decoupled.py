@@ -62,6 +62,11 @@ def init_mla(cfg: MLAConfig, seed: int) -> MLAWeights:
     )
 
 
+def hidden_states(n_tokens: int, cfg: MLAConfig, seed: int = 1) -> torch.Tensor:
+    """n_tokens random inputs h_t: (T, d_model) float64, from their own generator (init_mla's seed is another)."""
+    return torch.randn(n_tokens, cfg.d_model, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
 @dataclass
 class MLAOutput:
     output: torch.Tensor  # (T, d_model)

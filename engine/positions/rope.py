@@ -72,8 +72,16 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float, pairing: str = "interleaved") -> torch.Tensor:
-    """Rotate each pair of x (..., T, d) by position_t * freqs_i (000 eq. 106-109)."""
+    """Rotate each pair of x (..., T, d) by position_t * freqs_i (000 eq. 106-109); one vector x (d,) is turned to
+    every position: (T, d)."""
     return rotate_pairs(x, *rope_cos_sin(positions, x.shape[-1], base, x.dtype), pairing)
+
+
+def random_query_key(head_dim: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random query and key (d,) each, float64, drawn in that order from a generator seeded with seed."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(head_dim, generator=g, dtype=torch.float64), torch.randn(head_dim, generator=g,
+                                                                               dtype=torch.float64)
 
 
 def interleaved_to_half(head_dim: int) -> torch.Tensor:
@@ -134,16 +142,26 @@ def score_deviation(q: torch.Tensor, k: torch.Tensor, offset: int, query_positio
     return (scores - exact) / rounding_scale(q, k)
 
 
+def score_grid(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, base: float,
+               pairing: str = "interleaved") -> tuple[torch.Tensor, torch.Tensor]:
+    """The grid RoPE(q, m) . RoPE(k, n) for m, n in positions (P,), and what it differs by from each diagonal's
+    exact value relative_score(m - n), in units of rounding_scale: each (P, P), the second float64."""
+    scores = apply_rope(q, positions, base, pairing) @ apply_rope(k, positions, base, pairing).T  # (m, n)
+    offsets = positions[:, None] - positions[None, :]  # (m, n)
+    exact = relative_score(q, k, offsets.flatten(), base, pairing).view(len(positions), len(positions))
+    return scores, (scores.double() - exact) / rounding_scale(q, k)
+
+
 def diagonal_deviation(q: torch.Tensor, k: torch.Tensor, n_positions: int, base: float,
                        pairing: str = "interleaved") -> torch.Tensor:
-    """The grid RoPE(q, m) . RoPE(k, n) for m, n < n_positions minus each diagonal's exact value
-    relative_score(m - n), in units of rounding_scale: (n_positions, n_positions) float64."""
-    grid = torch.arange(n_positions)
-    scores = apply_rope(q.expand(n_positions, -1), grid, base, pairing) @ apply_rope(
-        k.expand(n_positions, -1), grid, base, pairing).T  # (m, n)
-    offsets = grid[:, None] - grid[None, :]  # (m, n)
-    exact = relative_score(q, k, offsets.flatten(), base, pairing).view(n_positions, n_positions)
-    return (scores.double() - exact) / rounding_scale(q, k)
+    """score_grid's deviation for positions 0..n_positions-1: (n_positions, n_positions) float64."""
+    return score_grid(q, k, torch.arange(n_positions), base, pairing)[1]
+
+
+def identity_gap(q: torch.Tensor, k: torch.Tensor, i: int, j: int, base: float, pairing: str = "interleaved") -> float:
+    """|RoPE(q, i) . RoPE(k, j) - q^T M(i, j) k| (002's M(i, j) = R_i^T R_j): 0 in exact arithmetic."""
+    rotated = apply_rope(q, torch.tensor([i]), base, pairing)[0] @ apply_rope(k, torch.tensor([j]), base, pairing)[0]
+    return abs(float(rotated - q @ relative_matrix(i, j, len(q), base, pairing) @ k))
 
 
 def decay_bound(head_dim: int, base: float, distances: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,7 @@ import torch
 from engine.errors import InputError
 
 TABLE_EPS = torch.finfo(torch.float32).eps  # sinusoidal_encoding stores its table in float32, as a model would
+MAX_OFFSET = 64  # offsets k compared by offset_similarities: enough to see every column stay constant
 
 
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -66,3 +67,21 @@ def similarity_deviation(n_positions: int, max_offset: int, d_model: int, base: 
     left after subtracting the closed form is the float32 table's rounding alone."""
     dots = dot_products_by_offset(n_positions, max_offset, d_model, base)  # (n, K)
     return (dots - similarity_by_offset(max_offset, d_model, base)) / (TABLE_EPS * d_model / 2)
+
+
+def offset_similarities(n_positions: int, d_model: int, base: float = 10000.0, max_offset: int = MAX_OFFSET
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The offsets k = 0..K, K = min(max_offset, n_positions - 1) and at least 1: (K+1,); PE(p) . PE(p + k) from
+    every p (dot_products_by_offset): (n, K+1); its closed form (similarity_by_offset): (K+1,); and what rounding
+    leaves between them (similarity_deviation): (n, K+1)."""
+    K = min(max_offset, max(n_positions - 1, 1))
+    return (torch.arange(K + 1), dot_products_by_offset(n_positions, K, d_model, base),
+            similarity_by_offset(K, d_model, base), similarity_deviation(n_positions, K, d_model, base))
+
+
+def shift_error(n_positions: int, offset: int, d_model: int, base: float = 10000.0) -> float:
+    """max over p < n_positions of |M_k PE(p) - PE(p + k)|: 0 in exact arithmetic, the float32 table's rounding
+    here (the products in float64)."""
+    pe = sinusoidal_encoding(n_positions + offset, d_model, base).double()  # (n + k, d)
+    moved = pe[:n_positions] @ shift_matrix(offset, d_model, base).T  # (n, d) M_k PE(p) for every p
+    return float((moved - pe[offset:]).abs().max())

@@ -3,11 +3,14 @@ torch.load(weights_only=True)."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Callable
 
 import torch.nn as nn
 
 from engine import checkpoint_files
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"  # the shipped models, each with its sha256 in SHA256SUMS
 
 
 def save_half(model: nn.Module, path, **extra) -> None:

@@ -120,3 +120,9 @@ def mean_coverage(coverage: torch.Tensor) -> torch.Tensor:
     """000 eq. 50: c^t divided by the t attention rows it sums (row 0 sums none and stays 0). (T, S)"""
     earlier = torch.arange(len(coverage)).clamp(min=1)[:, None]
     return coverage / earlier
+
+
+def coverage_vectors(result: Translation, mean: bool = False) -> torch.Tensor:
+    """c^t before every step of a translation: the sum of the earlier steps' attention (000 eq. 48), or, when
+    `mean`, that sum divided by t (eq. 50). (T, S)"""
+    return mean_coverage(result.coverage) if mean else result.coverage

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from engine.seq2seq.checkpoint import load_half, save_half
+from engine.seq2seq.checkpoint import CHECKPOINTS, load_half, save_half
 from engine.seq2seq.dates import SOURCE, TARGET
 
 SCORES = ("dot", "general", "additive")
@@ -143,3 +143,9 @@ def save_seq2seq(model: Seq2Seq, path, **extra) -> None:
 
 def load_seq2seq(path) -> tuple[Seq2Seq, dict]:
     return load_half(path, lambda config: Seq2Seq(Seq2SeqConfig(**config)))
+
+
+def load_shipped_seq2seq(name: str) -> tuple[Seq2Seq, dict]:
+    """A shipped model by name ("dot", "general", "additive", "additive_coverage" or "pointer") in eval mode, and
+    what was saved beside it: the task, training losses and held-out metrics."""
+    return load_seq2seq(CHECKPOINTS / f"{name}.pt")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from engine.seq2seq.checkpoint import load_half, save_half
+from engine.seq2seq.checkpoint import CHECKPOINTS, load_half, save_half
 from engine.seq2seq.fit import fit
 
 
@@ -91,3 +91,8 @@ def save_pointer_network(model: PointerNetwork, path, **extra) -> None:
 
 def load_pointer_network(path) -> tuple[PointerNetwork, dict]:
     return load_half(path, lambda config: PointerNetwork(PointerConfig(**config)))
+
+
+def load_shipped_pointer_network() -> tuple[PointerNetwork, dict]:
+    """The shipped number sorter in eval mode, and its training losses and held-out metrics per set length."""
+    return load_pointer_network(CHECKPOINTS / "pointer_network.pt")

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from engine.errors import InputError
-from engine.seq2seq.checkpoint import load_half
+from engine.seq2seq.checkpoint import CHECKPOINTS, load_half
 
 UNK = "<unk>"
 WINDOW = 100  # L: the paper's window, and what the shipped model was trained with
@@ -42,6 +42,10 @@ class Mixture:
     p_ptr: torch.Tensor  # (T,) p_ptr of the next word
     p: torch.Tensor  # (T,) g p_vocab + (1 − g) p_ptr
     attention: torch.Tensor  # (T, T) the pointer's softmax over the window, rows summing to 1; 0 outside it
+
+    def pointer_share(self) -> torch.Tensor:
+        """(1 − g) p_ptr / p: the share of each next word's probability that came from the pointer, (T,)."""
+        return (1 - self.gate) * self.p_ptr / self.p.clamp(min=1e-12)
 
 
 class PointerSentinelLM(nn.Module):
@@ -154,6 +158,14 @@ class Passage:
                     return t
         return len(self.words) - 2
 
+    def pointer_softmax(self, word: int, window: int) -> tuple[list[int], torch.Tensor]:
+        """The one softmax that predicts words[word] (1 ≤ word): the positions of the window it points at, and a
+        over them with the sentinel's share g last, (len(positions) + 1,), summing to 1."""
+        t = word - 1  # the position read last
+        start = max(0, t - window + 1)
+        a = self.mixture.attention[t, start:t + 1] * (1 - self.mixture.gate[t])  # back to shares of one softmax
+        return list(range(start, t + 1)), torch.cat([a, self.mixture.gate[t:t + 1]])
+
 
 def read_passage(model: PointerSentinelLM, vocab: list[str], words: list[str], window: int) -> Passage:
     """Eq. 53 at every word after the first. The pointer copies words themselves: an unknown word gets its own
@@ -191,3 +203,9 @@ def log_probs_as_unk(model: PointerSentinelLM, ids: torch.Tensor, window: int) -
 
 def load_sentinel(path) -> tuple[PointerSentinelLM, dict]:
     return load_half(path, lambda config: PointerSentinelLM(SentinelConfig(**config)))
+
+
+def load_shipped_sentinel(name: str) -> tuple[PointerSentinelLM, dict]:
+    """A shipped model by name, "sentinel" (the pointer sentinel LM) or "sentinel_lstm" (the same LSTM without a
+    pointer), in eval mode, with its vocabulary and held-out perplexity."""
+    return load_sentinel(CHECKPOINTS / f"{name}.pt")

@@ -13,17 +13,16 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from pathlib import Path
 
 import torch
 
+from engine.seq2seq.checkpoint import CHECKPOINTS
 from engine.seq2seq.dates import batch, date_example, examples, name_example
 from engine.seq2seq.decode import held_out_metrics
 from engine.seq2seq.fit import fit
 from engine.seq2seq.model import Seq2Seq, Seq2SeqConfig, save_seq2seq
 from engine.seq2seq.pointer_network import save_pointer_network, sorting_accuracy, train_pointer_network
 
-CHECKPOINTS = Path(__file__).parent / "checkpoints"
 HELD_OUT_SEED = 10_000
 POINTER_STEPS = 3000  # sorting 5-10 numbers
 RUNS = {  # name: (task, config, steps)

@@ -94,6 +94,22 @@ def deepseek_v2_reductions() -> dict[str, float]:
     }
 
 
+def published(name: str) -> CacheConfig:
+    """A published model's configuration by its name in MODELS."""
+    return BY_NAME[name]
+
+
+def with_published(yours: CacheConfig) -> list[CacheConfig]:
+    """A configuration of one's own first, then every published one (MODELS): the rows the page compares."""
+    return [yours, *MODELS]
+
+
+def cache_bytes(models: Sequence[CacheConfig], context: int, batch: int, dtype: str) -> tuple[list[int], list[int]]:
+    """Each model's cache in bytes: per token (layers × numbers per token and layer × bytes per number), and in
+    total for `context` tokens of `batch` sequences."""
+    return [m.bytes_per_token(dtype) for m in models], [m.total_bytes(context, batch, dtype) for m in models]
+
+
 def coinciding(models: Sequence[CacheConfig]) -> list[list[CacheConfig]]:
     """Models grouped by cache per token, in the order given: within a group the totals are equal at every
     context, batch and number format, so the group is one line on a chart."""

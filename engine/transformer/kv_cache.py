@@ -17,7 +17,7 @@ import torch
 from engine.attention.scoring import causal_mask
 from engine.efficiency.measure import Timing, time_interleaved, torch_threads
 from engine.errors import InputError
-from engine.transformer.model import KVCache, ModelConfig, TransformerLM, sample_next
+from engine.transformer.model import KVCache, ModelConfig, TransformerLM, generate, sample_next
 
 # 002 §2.5.1: three 2-dimensional tokens and their projection matrices
 EXAMPLE_X = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
@@ -56,6 +56,16 @@ def cached_attention_steps(X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor
         weights = torch.softmax(scores, dim=0)
         steps.append(CacheStep(t, q, k, v, K, V, scores, weights, weights @ V, full[t - 1]))
     return steps
+
+
+def generated_both_ways(model: TransformerLM, prompt: torch.Tensor, n_new: int, temperature: float
+                        ) -> tuple[list[int], list[int]]:
+    """The ids `model` appends to prompt (T0,), with the KV cache and without it (000 eq. 86-89): one seed, so the
+    same random numbers, one draw per step; equal logits then draw equal tokens."""
+    idx = prompt[None]  # (1, T0)
+    cached, plain = (generate(model, idx, n_new, temperature, use_cache=use)[0, idx.shape[1]:].tolist()
+                     for use in (True, False))
+    return cached, plain
 
 
 @dataclass(frozen=True)

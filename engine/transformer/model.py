@@ -261,3 +261,9 @@ def attention_maps(model: TransformerLM, idx: torch.Tensor) -> list[torch.Tensor
     """Every layer's attention for one sequence idx (T,): a list of (H, T, T), rows summing to 1."""
     model.eval()
     return [att[0] for att in model(idx[None]).attentions]
+
+
+def head_attention(model: TransformerLM, idx: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+    """One head's attention over one sequence idx (T,), layer and head counted from 1: (T, T), rows summing to 1
+    (000 eq. 79-80, causal)."""
+    return attention_maps(model, idx)[layer - 1][head - 1]

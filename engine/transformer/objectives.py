@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from engine.errors import InputError
 from engine.transformer.model import TransformerLM
+from engine.transformer.text import CharVocab
 
 IGNORE = -100  # cross_entropy's ignore_index: the position does not contribute
 
@@ -46,6 +47,26 @@ def positionwise_loss(model: TransformerLM, inputs: torch.Tensor, targets: torch
     return ObjectiveLoss(float(losses[contributes].mean()), per_position)
 
 
+@torch.no_grad()
+def causal_loss(model: TransformerLM, ids: torch.Tensor) -> tuple[float, torch.Tensor]:
+    """GPT's L1 as a loss (003 eq. 65) on one sequence ids (T,): every position predicts the next token. The mean
+    in nats and each position's loss, (T - 1,)."""
+    inputs, targets = causal_targets(ids[None])  # (1, T - 1) each
+    scored = positionwise_loss(model, inputs[0], targets[0])
+    return scored.loss, scored.per_position
+
+
+@torch.no_grad()
+def masked_loss(model: TransformerLM, vocab: CharVocab, ids: torch.Tensor, rate: float, seed: int
+                ) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """The masked-LM loss (001 §1.9) on one sequence ids (T,), a fraction `rate` replaced by vocab's [MASK] with a
+    generator seeded by `seed`: the masked input (T,), the mean over masked positions in nats, and each position's
+    loss (T,), NaN where nothing was masked."""
+    masked_in, masked_targets = mlm_batch(ids[None], vocab.mask_id, rate, torch.Generator().manual_seed(seed))  # (1, T)
+    scored = positionwise_loss(model, masked_in[0], masked_targets[0])
+    return masked_in[0], scored.loss, scored.per_position
+
+
 class SequenceClassifier(nn.Module):
     """GPT's fine-tuning head (003 eq. 68): softmax(h_l^m W_y) on the last token's final hidden state."""
 
@@ -70,3 +91,17 @@ def shuffle_words(text: str, rng: random.Random) -> str:
     words = text.split(" ")
     rng.shuffle(words)
     return " ".join(words)
+
+
+@torch.no_grad()
+def fine_tuning_losses(clf: SequenceClassifier, ids: torch.Tensor, as_written: bool, lam: float) -> dict[str, float]:
+    """GPT's fine-tuning objective (003 eq. 68-70) on one text ids (T,) labelled as written (class 1) or shuffled
+    (class 0): L1, L2, L3 = L2 + lam L1, and the probability the classifier gives to "as written"."""
+    out = clf(ids[None], torch.tensor([int(as_written)]), lam)
+    return {"L1": float(out["L1"]), "L2": float(out["L2"]), "L3": float(out["L3"]),
+            "P(as written)": float(torch.softmax(out["logits"][0], -1)[1])}
+
+
+def shuffled_words(text: str, seed: int) -> str:
+    """shuffle_words with a generator seeded by `seed`."""
+    return shuffle_words(text, random.Random(seed))

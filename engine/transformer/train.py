@@ -154,6 +154,13 @@ def finetune(lm: TransformerLM, vocab: CharVocab, seed: int, steps: int = 150) -
                  "lambda": LAMBDA, "steps": steps}
 
 
+def load_lm(objective: str) -> tuple[TransformerLM, CharVocab, dict]:
+    """The shipped checkpoint char_<objective>.pt ("causal" or "mlm") in eval mode, its vocabulary and its
+    training record (metrics, loss curve)."""
+    model, extra = load_checkpoint(CHECKPOINTS / f"char_{objective}.pt")
+    return model, CharVocab(extra.pop("vocab")), extra
+
+
 def load_classifier(path: Path = CHECKPOINTS / "char_finetuned.pt") -> tuple[SequenceClassifier, CharVocab, dict]:
     """The fine-tuned LM with its head W_y (003 eq. 68), in eval mode, its vocabulary and its metrics."""
     lm, extra = load_checkpoint(path)

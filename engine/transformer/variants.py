@@ -154,6 +154,24 @@ def build_variant(name: str, d_model: int, n_heads: int, n_groups: int, d_latent
 VARIANTS = ("MHA", "GQA", "MQA", "MLA")
 
 
+def build_variants(d_model: int, n_heads: int, n_groups: int, d_latent: int) -> dict[str, nn.Module]:
+    """All four VARIANTS at the same sizes, in eval mode."""
+    return {name: build_variant(name, d_model, n_heads, n_groups, d_latent).eval() for name in VARIANTS}
+
+
+@torch.no_grad()
+def absorbed_and_unabsorbed(d_model: int, n_heads: int, d_latent: int, tokens: int = 16, seed: int = 1
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """One MLA's output on `tokens` random tokens with W_uk and W_uv absorbed (000 eq. 93, 99) and without
+    (eq. 91), the same weights in both: (tokens, d_model) each, equal up to float32 rounding."""
+    torch.manual_seed(seed)
+    plain = LatentAttention(d_model, n_heads, d_latent, absorbed=False).eval()
+    absorbed = LatentAttention(d_model, n_heads, d_latent, absorbed=True).eval()
+    absorbed.load_state_dict(plain.state_dict())
+    x = torch.randn(1, tokens, d_model)  # (1, T, C)
+    return absorbed(x)[0][0], plain(x)[0][0]
+
+
 @torch.no_grad()
 def decode_step_timings(modules: dict[str, nn.Module], d_model: int, contexts: Sequence[int], repeats: int = 9,
                         warmup: int = 2, threads: int = 1, clock: Callable[[], float] = time.perf_counter

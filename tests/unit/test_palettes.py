@@ -305,7 +305,7 @@ def test_efficiency_animations_keep_their_states_apart():
     N, B_r, B_c = 12, 4, 4
     T = math.ceil(N / B_r)
     kinds = [[tile_kind(i, j, B_r, B_c, N, True) for j in range(T)] for i in range(T)]
-    steps = tiled_example(N, 8, B_r, B_c, True, 0).steps
+    steps = tiled_example(N, B_r, B_c, True, 0).steps
     spec = efficiency.tile_figure(kinds, steps, 2, B_r, N).to_dict()
     assert colour_scales(spec) and series(spec)[1].hatch == "/"  # l's bars hatched, as its title says
     assert_not_by_colour_alone(spec)

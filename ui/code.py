@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import enum
 import inspect
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any
 import nbformat
 import numpy as np
 import streamlit as st
+import torch
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui.catalog import PageInfo
@@ -40,6 +42,8 @@ DATA = {
 # modules a free expression (`Recipe.let`, `Recipe.figure`) may use, and the import line each needs
 MODULES = {"np": "import numpy as np", "torch": "import torch", "math": "import math",
            "px": "import plotly.express as px", "go": "import plotly.graph_objects as go"}
+LET_MODULES = {"np": np, "torch": torch, "math": math}  # what a `let` runs with on the page (figures run only in
+# the notebook: plotly.express would be imported by the first page run that asked for it)
 KEPT: dict[str, Recipe] | None = None  # tests set a dict: each finished run's recipe, by page slug
 
 _this_run = threading.local()  # the recipe of the script run in this thread (one thread per run)
@@ -148,7 +152,7 @@ class Recipe:
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
         """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
         settings = {name: value for name, (value, _) in self._settings.items()}
-        value = eval(expression, {**self._namespace(), **settings, **self.values, **self._fresh})  # noqa: S307
+        value = eval(expression, {**LET_MODULES, **settings, **self.values, **self._fresh})  # noqa: S307
         if not self._recording():
             self._remember(target, value)
             return value
@@ -200,9 +204,6 @@ class Recipe:
                 self._names[id(part)] = name
         self.steps.append(_Step(target, text, imports, note))
 
-    def _namespace(self) -> dict[str, Any]:
-        import importlib
-        return {alias: importlib.import_module(line.split()[1]) for alias, line in MODULES.items()}
 
     @staticmethod
     def _modules(expression: str) -> tuple[str, ...]:

@@ -85,6 +85,7 @@ version = page.select("Text", "version", ["As written", "Words shuffled"], where
 with page.guard():
     as_written = version == "As written"
     if as_written:
+        prompt_ids(page, sentence, vocab, causal_lm.config.max_seq_len - 1)  # an empty sentence is refused here too
         text, text_ids = sentence, ids
     else:
         text = code.call("shuffled", shuffled_words, sentence, seed, note="the negative class: its words shuffled")

@@ -17,10 +17,10 @@ from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ
 from engine.transformer.train import CHECKPOINTS as TRANSFORMER
 from tests.app.conftest import assert_clean, open_page
 
-# (constant in ui.loaders, shipped directory, file, a page that needs it)
-CASES = [("CHECKPOINTS", TRANSFORMER, "char_causal.pt", "transformer_lm"),
-         ("EMBEDDING_CHECKPOINTS", EMBEDDINGS, "lee_hierarchical.pt", "hierarchical_softmax"),
-         ("SEQ2SEQ_CHECKPOINTS", SEQ2SEQ, "general.pt", "seq2seq_attention")]
+# (the engine loader's folder constant, shipped directory, file, a page that needs it)
+CASES = [("engine.transformer.train.CHECKPOINTS", TRANSFORMER, "char_causal.pt", "transformer_lm"),
+         ("engine.embeddings.train.CHECKPOINTS", EMBEDDINGS, "lee_hierarchical.pt", "hierarchical_softmax"),
+         ("engine.seq2seq.model.CHECKPOINTS", SEQ2SEQ, "general.pt", "seq2seq_attention")]
 DAMAGES = {
     "truncated": lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
     "altered": lambda path: path.write_bytes(path.read_bytes()[:-64] + bytes(64)),
@@ -54,7 +54,7 @@ def test_a_damaged_checkpoint_is_named_on_its_page_and_other_pages_work(tmp_path
     copy = tmp_path / "checkpoints"
     shutil.copytree(shipped, copy)
     DAMAGES[damage](copy / name)
-    monkeypatch.setattr(f"ui.loaders.{constant}", copy)
+    monkeypatch.setattr(constant, copy)
     message = error_text(open_page(slug))
     assert name in message and ("missing" if damage == "missing" else "damaged") in message
     assert "git checkout" in message

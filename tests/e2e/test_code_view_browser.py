@@ -6,7 +6,16 @@ import nbformat
 import pytest
 
 from benchmarks.accessibility import axe_violations, blocking
-from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, assert_clean, download, open_url, screenshot, settle
+from tests.e2e.conftest import (
+    HAVE_CHROMIUM,
+    NO_CHROMIUM,
+    assert_clean,
+    download,
+    new_tab,
+    open_url,
+    screenshot,
+    settle,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 
@@ -50,3 +59,21 @@ def test_the_code_view_follows_the_page_and_downloads_a_notebook(page):
     assert book.cells[0].source.startswith("# One-hot vectors")
     assert any("text = 'a cat and a dog'" in cell.source for cell in book.cells if cell.cell_type == "code")
     assert_clean(page)
+
+
+@pytest.mark.parametrize("where, size, touch", [("lecture", (1280, 720), False), ("phone", (390, 844), True)])
+def test_the_code_view_fits_a_projector_and_a_phone(browser, app_url, where, size, touch):
+    """Lecture mode at 1280 × 720 and a phone: long lines scroll inside the code block, never the page."""
+    tab = new_tab(browser, app_url, viewport={"width": size[0], "height": size[1]}, has_touch=touch, is_mobile=touch)
+    try:
+        open_url(tab, "/smollm?view=Attention" + ("&lecture=true" if where == "lecture" else ""))
+        block = open_code_view(tab)
+        assert "lm = load()" in block.inner_text()
+        assert_clean(tab)
+        overflow = tab.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollWidth"
+                                " - document.querySelector(\"[data-testid='stMain']\").clientWidth")
+        assert overflow <= 1, f"the page scrolls sideways by {overflow} px"
+        block.scroll_into_view_if_needed()
+        screenshot(tab, f"code_view_{where}", whole_page=False)
+    finally:
+        tab.context.close()

@@ -1,30 +1,38 @@
 """Run a Code view's snippet in a fresh process and its notebook in a fresh Jupyter kernel, outside the checkout,
 and read back every value they named (tests/app/test_code_views.py compares them with the page's).
 
-The snippet's process is forked from a zygote (snippet_child.py, started once per test process) that has
-imported numpy, torch, numba and scipy and nothing of the project: a new process whose interpreter has run no
-code of ours, so every import the snippet makes still runs, without paying torch's two seconds of import
-seventy times. Its path holds the engine as an installed package would (a folder with a link to it),
-never the checkout, so `streamlit` and `ui` cannot be imported by accident; the dump asserts they were not.
-The notebook runs as a student's would, in a kernel of its own.
+The snippet's process and the notebook's kernel are forked from a zygote (snippet_child.py, started once per
+test process) that has imported numpy, torch, numba, scipy and ipykernel and nothing of the project: new
+processes whose interpreters have run no code of ours, so every import a snippet or a cell makes still runs,
+without paying two to three seconds of library imports 140 times. The kernel is an ordinary IPython kernel that
+nbclient starts, talks to and stops through a kernelspec (kernel_launcher.py asks the zygote for it). Their
+path holds the engine as an installed package would (a folder with a link to it), never the checkout, so
+`streamlit` and `ui` cannot be imported by accident; the dump asserts they were not. The snippet runs while
+the notebook does.
 """
 from __future__ import annotations
 
 import json
 import os
 import pickle
-import select
-import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import nbformat
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("snippet_child.py")
+LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
+KERNEL = "python3-forked"
 TIMEOUT_S = 600
 # one thread, as the app's server runs torch (ui/server.py): a float32 sum over more threads adds in another order,
 # and SmolLM2's attention scores (about 60) came out 3e-5 apart from the page's
@@ -62,7 +70,7 @@ DUMP = textwrap.dedent('''
 _namespace: dict = {}
 exec(PLAIN, _namespace)  # noqa: S102
 plain = _namespace["_plain"]
-_zygotes: list[subprocess.Popen] = []  # this test process's zygote
+_zygotes: list[tuple[subprocess.Popen, Path]] = []  # this test process's zygote and its folder
 
 
 def installed(folder: Path) -> Path:
@@ -78,30 +86,48 @@ def _dumping(code: str, out: Path, names: list[str]) -> str:
     return code + "\n" + PLAIN + DUMP.format(path=str(out), names=names)
 
 
-def _zygote() -> subprocess.Popen:
-    if not _zygotes or _zygotes[0].poll() is not None:
+def _zygote() -> Path:
+    """This test process's zygote (started at first use), and the socket it listens on."""
+    if not _zygotes or _zygotes[0][0].poll() is not None:
+        folder = Path(tempfile.mkdtemp(prefix="zygote-"))
         env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **ONE_THREAD}
-        _zygotes[:] = [subprocess.Popen([sys.executable, str(CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True, env=env, cwd="/")]
-    return _zygotes[0]
+        process = subprocess.Popen([sys.executable, str(CHILD), str(folder / "socket")], stdout=subprocess.PIPE,
+                                   text=True, env=env, cwd="/")
+        assert process.stdout.readline().strip() == "ready"
+        spec = folder / "kernels" / KERNEL
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, str(LAUNCHER), "{connection_file}"],
+                                                      "display_name": "Python 3 (forked)", "language": "python"}))
+        _zygotes[:] = [(process, folder)]
+    return _zygotes[0][1]
 
 
-def run_snippet(script: str, names: list[str], folder: Path) -> dict:
-    """The snippet as `python snippet.py` in folder: its named values."""
+def _ask(request: dict) -> tuple[socket.socket, TextIO]:
+    """Send the zygote a request; the open connection and its replies, past the forked process's pid."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(str(_zygote() / "socket"))
+    connection.sendall((json.dumps(request) + "\n").encode())
+    replies = connection.makefile()
+    replies.readline()
+    return connection, replies
+
+
+def start_snippet(script: str, names: list[str], folder: Path) -> Callable[[], dict]:
+    """Start the snippet as `python snippet.py` in folder; the function that waits for it and returns its named
+    values (the notebook can run meanwhile)."""
     out, errors = folder / "snippet.pkl", folder / "snippet.err"
     (folder / "snippet.py").write_text(_dumping(script, out, names))
-    zygote = _zygote()
-    request = {"script": str(folder / "snippet.py"), "folder": str(folder), "site": str(installed(folder)),
-               "errors": str(errors)}
-    zygote.stdin.write(json.dumps(request) + "\n")
-    zygote.stdin.flush()
-    pid = int(zygote.stdout.readline())
-    if not select.select([zygote.stdout], [], [], TIMEOUT_S)[0]:
-        os.kill(pid, signal.SIGKILL)
-        raise AssertionError(f"the snippet ran past {TIMEOUT_S} s")
-    exit_code = int(zygote.stdout.readline())
-    assert exit_code == 0, errors.read_text()[-3000:]
-    return pickle.loads(out.read_bytes())
+    connection, replies = _ask({"script": str(folder / "snippet.py"), "folder": str(folder),
+                                "site": str(installed(folder)), "errors": str(errors),
+                                "env": {**os.environ, **ONE_THREAD}})
+
+    def finish() -> dict:
+        with connection:
+            connection.settimeout(TIMEOUT_S)
+            exit_code = int(replies.readline())  # a timeout hangs up: the zygote kills it
+        assert exit_code == 0, errors.read_text()[-3000:]
+        return pickle.loads(out.read_bytes())
+    return finish
 
 
 def run_notebook(notebook: str, names: list[str], folder: Path) -> dict:
@@ -109,7 +135,8 @@ def run_notebook(notebook: str, names: list[str], folder: Path) -> dict:
     out = folder / "notebook.pkl"
     book = nbformat.reads(notebook, as_version=4)
     book.cells.append(nbformat.v4.new_code_cell(_dumping("", out, names)))
-    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(installed(folder))}
-    NotebookClient(book, timeout=TIMEOUT_S, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(installed(folder)), "ZYGOTE_SOCKET": str(_zygote() / "socket")}
+    manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(
+        kernel_dirs=[str(_zygote() / "kernels")]))
+    NotebookClient(book, km=manager, timeout=TIMEOUT_S, resources={"metadata": {"path": str(folder)}}).execute(env=env)
     return pickle.loads(out.read_bytes())

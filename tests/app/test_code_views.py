@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import open_page
-from tests.app.snippets import plain, run_notebook, run_snippet
+from tests.app.snippets import plain, run_notebook, start_snippet
 from ui import code
 from ui.catalog import PAGES
 
@@ -106,8 +106,10 @@ def test_the_snippet_and_the_notebook_compute_what_the_page_showed(slug, state, 
     script = made.script()
     assert "streamlit" not in script and "from ui" not in script and "import ui" not in script
     names = list(made.values)
-    compare(made, run_snippet(script, names, tmp_path), "snippet")
-    compare(made, run_notebook(made.notebook(), names, tmp_path), "notebook")
+    snippet = start_snippet(script, names, tmp_path)
+    notebook = run_notebook(made.notebook(), names, tmp_path)
+    compare(made, snippet(), "snippet")
+    compare(made, notebook, "notebook")
 
 
 def test_every_page_has_another_state():

@@ -12,9 +12,12 @@ the notebook does.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -91,15 +94,24 @@ def _zygote() -> Path:
     if not _zygotes or _zygotes[0][0].poll() is not None:
         folder = Path(tempfile.mkdtemp(prefix="zygote-"))
         env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **ONE_THREAD}
+        # a session of its own, ended with everything it forked when this process exits; its stderr in a file, so
+        # no pipe of this process's stays open behind it
         process = subprocess.Popen([sys.executable, str(CHILD), str(folder / "socket")], stdout=subprocess.PIPE,
-                                   text=True, env=env, cwd="/")
-        assert process.stdout.readline().strip() == "ready"
+                                   stderr=(folder / "zygote.log").open("w"), text=True, env=env, cwd="/",
+                                   start_new_session=True)
+        atexit.register(_end, process)
+        assert process.stdout.readline().strip() == "ready", (folder / "zygote.log").read_text()
         spec = folder / "kernels" / KERNEL
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, str(LAUNCHER), "{connection_file}"],
                                                       "display_name": "Python 3 (forked)", "language": "python"}))
         _zygotes[:] = [(process, folder)]
     return _zygotes[0][1]
+
+
+def _end(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _ask(request: dict) -> tuple[socket.socket, TextIO]:
@@ -138,5 +150,10 @@ def run_notebook(notebook: str, names: list[str], folder: Path) -> dict:
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(installed(folder)), "ZYGOTE_SOCKET": str(_zygote() / "socket")}
     manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(
         kernel_dirs=[str(_zygote() / "kernels")]))
-    NotebookClient(book, km=manager, timeout=TIMEOUT_S, resources={"metadata": {"path": str(folder)}}).execute(env=env)
+    try:
+        NotebookClient(book, km=manager, timeout=TIMEOUT_S, resources={"metadata": {"path": str(folder)}}).execute(
+            env=env)
+    finally:  # nbclient stops only a kernel manager it made itself
+        if manager.has_kernel:
+            manager.shutdown_kernel()
     return pickle.loads(out.read_bytes())

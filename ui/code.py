@@ -161,7 +161,10 @@ class Recipe:
         return value
 
     def _settings_read(self, code: str) -> set[str]:
-        return {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)} & set(self._settings)
+        """The settings a line reads by name; a step's value of the same name hides its setting, as in the
+        snippet."""
+        names = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
+        return (names & set(self._settings)) - set(self.values)
 
     def _remember(self, target: str, value: Any) -> None:
         names = [n.strip() for n in target.split(",")]

@@ -16,7 +16,7 @@ from engine.gensim_data import gensim_module
 from engine.llm import generation
 from engine.seq2seq.dates import distracted_examples
 from engine.seq2seq.decode import held_out_metrics
-from engine.transformer.model import generate
+from engine.transformer import kv_cache
 from ui import llm
 from ui.glove import glove_6b_on
 from ui.loaders import char_model, cooccurrence_counts, fasttext_checkpoint, ngram_collisions, seq2seq_checkpoint
@@ -62,11 +62,8 @@ def generated_both_ways(prompt: str, n_new: int) -> tuple[list[int], list[int]]:
     """The ids the character LM appends to `prompt`, with the KV cache and without it (one seed: the same
     random numbers, one draw per step, so n tokens are a prefix of n + 1)."""
     model, vocab, _ = char_model("causal")
-    ids = vocab.encode(prompt)[None]  # (1, T0)
     with torch_threads(1):  # on a busy two-core server, two threads per operator wait on each other
-        cached, plain = (generate(model, ids, n_new, KV_TEMPERATURE, use_cache=use)[0, ids.shape[1]:].tolist()
-                         for use in (True, False))
-    return cached, plain
+        return kv_cache.generated_both_ways(model, vocab.encode(prompt), n_new, KV_TEMPERATURE)
 
 
 def smollm_views() -> None:

@@ -167,8 +167,7 @@ class Recipe:
         return (names & set(self._settings)) - set(self.values)
 
     def _remember(self, target: str, value: Any) -> None:
-        names = [n.strip() for n in target.split(",")]
-        self._fresh.update(zip(names, value if len(names) > 1 else (value,), strict=True))
+        self._fresh.update(_unpacked(target, value))
 
     def note(self, comment: str) -> None:
         """A comment line before the next step: the equation it computes."""
@@ -199,14 +198,11 @@ class Recipe:
 
     # rendering
     def _add(self, target: str, value: Any, text: str, imports: tuple[str, ...], note: str | None) -> None:
-        names = [n.strip() for n in target.split(",")]
-        values = value if len(names) > 1 else (value,)
-        for name, part in zip(names, values, strict=True):
+        for name, part in _unpacked(target, value):
             self.values[name] = part
             if part is not None and not _shared_object(part) and id(part) not in self._plain_ids:
                 self._names[id(part)] = name
         self.steps.append(_Step(target, text, imports, note))
-
 
     @staticmethod
     def _modules(expression: str) -> tuple[str, ...]:
@@ -301,7 +297,7 @@ class Recipe:
         used = [n for n in self._settings if n in self._used]
         settings = [f"{name} = {self._write(self._settings[name][0], named=False)}  # {self._settings[name][1]}"
                     for name in used]
-        return settings + ([""] if settings else []) + [line for line in body if line is not None]
+        return settings + ([""] if settings else []) + body
 
     def _line(self, step: _Step) -> str:
         if not step.target:
@@ -310,9 +306,8 @@ class Recipe:
         return (f"# {step.note}\n" if step.note else "") + _wrap(line)
 
     def imports(self) -> list[str]:
+        """The snippet's imports (the figure's are in its own cell)."""
         lines = {i for step in self.steps for i in step.imports} | self._value_imports()
-        if self.figure_code is not None:
-            lines |= set(self._modules(self.figure_code))
         modules: dict[str, list[str]] = {}
         for line in sorted(i for i in lines if i.startswith("from ")):
             module, name = line[5:].split(" import ")
@@ -328,8 +323,7 @@ class Recipe:
         head = [f"# {self.slow_note}"] if self.slow_note else []
         # not "<title>: <notes>": in the first two lines, "Sinusoidal encoding: 001" declares a source encoding
         head.append(f"# {self.info.title}, after {self.info.follows}")
-        imports = [i for i in self.imports() if not any(m in i for m in ("plotly",))]
-        return "\n".join(head + imports + [""] + self.lines()) + "\n"
+        return "\n".join(head + self.imports() + [""] + self.lines()) + "\n"
 
     def notebook(self) -> str:
         """The .ipynb: title, citation and equations as markdown, the install line, the code, the figure."""
@@ -347,11 +341,16 @@ class Recipe:
         cells.append(nbformat.v4.new_code_cell(self.script().rstrip("\n")))
         if self.figure_code is not None:
             cells.append(nbformat.v4.new_markdown_cell("## The page's figure"))
-            figure_imports = [i for i in self.imports() if "plotly" in i]
-            cells.append(nbformat.v4.new_code_cell("\n".join(figure_imports + [self.figure_code])))
+            cells.append(nbformat.v4.new_code_cell("\n".join([*self._modules(self.figure_code), self.figure_code])))
         book = nbformat.v4.new_notebook(cells=cells)
         book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         return nbformat.writes(book)
+
+
+def _unpacked(target: str, value: Any) -> list[tuple[str, Any]]:
+    """(name, value) for each name of a target: "x" takes the value, "a, b" unpacks it."""
+    names = [n.strip() for n in target.split(",")]
+    return list(zip(names, value if len(names) > 1 else (value,), strict=True))
 
 
 def _shared_object(value: Any) -> bool:

@@ -11,6 +11,7 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
     with st.spinner("Starting up: importing torch and the engine, once per server (about 5 s)…"):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
+from ui.boundary import contained
 from ui.code import code_view, finish
 from ui.frame import lecture_requested, lecture_toggle, navigation_pages, tour_bar
 from ui.pace import paced
@@ -25,12 +26,14 @@ st.set_page_config(page_title=f"{page.title} · How language models compute")
 enter_page(page.url_path)
 lecture_toggle()
 tour_bar(pages, page)
-with paced():  # a session rerunning without pause waits between its runs, not the class
+with paced(), contained(page.url_path):  # waits between a flooding session's runs; an unexpected error stays here
     try:
         page.run()
     except ModelFileError as error:  # a missing or damaged checkpoint: this page says which, every other page works
         st.error(str(error), icon=":material/broken_image:")
     finally:
         recorded = finish()
-code_view(recorded)  # not reached when the page stopped: a refused state has no code
-flag_unknown_params()
+    # neither is reached when the page stopped (a refused state has no code; Page.refuse settles the URL) or failed
+    # (its URL keeps every parameter, for the run again)
+    code_view(recorded)
+    flag_unknown_params()

@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, DRAWN, IDLE
+from ui.boundary import NOTICE
 
 VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
 RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
@@ -102,6 +103,8 @@ def assert_no_exception(tab) -> None:
     assert errors.count() == 0, f"exception on {tab.url}:\n{errors.first.inner_text()}"
     traceback = tab.get_by_text("Traceback")
     assert traceback.count() == 0, f"'Traceback' on {tab.url}:\n{traceback.first.inner_text()[:2000]}"
+    caught = tab.get_by_text(NOTICE)  # an exception the page's boundary caught: its traceback is in the server's log
+    assert caught.count() == 0, f"the page's boundary caught an exception on {tab.url}"
 
 
 def assert_clean(tab, expected_warnings: tuple[str, ...] = ()) -> None:

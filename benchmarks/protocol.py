@@ -21,6 +21,8 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from ui.boundary import NOTICE
+
 CONTROLS = ("slider", "selectbox", "checkbox", "number_input", "text_input", "text_area", "radio", "button")
 FINISHED = ForwardMsg.ScriptFinishedStatus.Name
 
@@ -190,6 +192,8 @@ def _read_element(delta, widgets: dict[str, Widget], exceptions: list[str], text
         exceptions.append(f"{element.exception.type}: {element.exception.message}")
     elif kind in ("markdown", "heading", "alert"):
         texts.append(getattr(element, kind).body)
+        if kind == "alert" and texts[-1] == NOTICE:  # an exception the page's boundary caught and logged
+            exceptions.append(f"caught by the page's boundary: {NOTICE}")
 
 
 def _url_value(value) -> str:

@@ -6,16 +6,24 @@ literals and every earlier value by the name it was given. Nothing is rendered u
 recording keeps references only, for the length of one run.
 
 The snippet imports `engine` alone (never `streamlit` or `ui`), so it runs after `pip install .` of the project.
+
+A page's run neither parses nor compiles: CPython 3.11 keeps `ast.parse`'s recursion depth in one per-process
+counter, and two threads parsing at once corrupt it ("SystemError: AST constructor recursion depth mismatch",
+python/cpython#106905), which under a class of 300 showed one or two students an error page. So a `let`'s line is
+compiled once per server and kept (compiling source text builds no Python AST objects: safe in any thread), and the
+settings a line reads are found by parsing it only when the Code view is written out, once per line, under one lock.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import enum
+import functools
 import inspect
 import math
 import re
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +53,7 @@ MODULES = {"np": "import numpy as np", "torch": "import torch", "math": "import 
 LET_MODULES = {"np": np, "torch": torch, "math": math}  # what a `let` runs with on the page (figures run only in
 # the notebook: plotly.express would be imported by the first page run that asked for it)
 KEPT: dict[str, Recipe] | None = None  # tests set a dict: each finished run's recipe, by page slug
+PARSING = threading.Lock()  # every parse this module makes, one thread at a time (the module's docstring says why)
 
 _this_run = threading.local()  # the recipe of the script run in this thread (one thread per run)
 
@@ -87,7 +96,8 @@ class Recipe:
         self.refusal: str | None = None
         self.unwritable: str | None = None  # the first step the recipe could not write, and why
         self.loaders: list[str] = []
-        self._used: set[str] = set()  # settings some step reads by name
+        self._used: set[str] = set()  # settings some call's argument is written as
+        self._free_code: list[tuple[str, int]] = []  # each `let` line and figure, and how many values were named then
         self.finished = False  # the run ended: a fragment's own rerun calls it, and it only computes
         self._fresh: dict[str, Any] = {}  # values a fragment's rerun made, for its `let`s
 
@@ -152,19 +162,22 @@ class Recipe:
     def let(self, target: str, expression: str, note: str | None = None) -> Any:
         """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
         settings = {name: value for name, (value, _) in self._settings.items()}
-        value = eval(expression, {**LET_MODULES, **settings, **self.values, **self._fresh})  # noqa: S307
+        value = eval(_compiled(expression), {**LET_MODULES, **settings, **self.values, **self._fresh})  # noqa: S307
         if not self._recording():
             self._remember(target, value)
             return value
-        self._used |= self._settings_read(expression)
+        self._free_code.append((expression, len(self.values)))
         self._add(target, value, expression, self._modules(expression), note)
         return value
 
-    def _settings_read(self, code: str) -> set[str]:
-        """The settings a line reads by name; a step's value of the same name hides its setting, as in the
-        snippet."""
-        names = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
-        return (names & set(self._settings)) - set(self.values)
+    def _settings_used(self) -> set[str]:
+        """The settings the snippet reads: those a call's argument is written as, and those a `let` line or the
+        figure names. A value named before that line hides the setting of the same name, as in the snippet (the
+        values dict only grows, in order, so its first `defined` names are those named before the line)."""
+        used, named = set(self._used), list(self.values)
+        for code, defined in self._free_code:
+            used |= (_names_in(code) & set(self._settings)) - set(named[:defined])
+        return used
 
     def _remember(self, target: str, value: Any) -> None:
         self._fresh.update(_unpacked(target, value))
@@ -179,7 +192,7 @@ class Recipe:
         """The notebook's last cell: plotly code over the recipe's names that draws the page's main figure."""
         if not self._recording():
             return
-        self._used |= self._settings_read(code)
+        self._free_code.append((code, len(self.values)))
         self.figure_code = code
 
     def slow(self, note: str) -> None:
@@ -294,7 +307,8 @@ class Recipe:
     def lines(self) -> list[str]:
         """The body: settings used, then the steps, each with its comment."""
         body = [self._line(s) for s in self.steps]
-        used = [n for n in self._settings if n in self._used]
+        read = self._settings_used()
+        used = [n for n in self._settings if n in read]
         settings = [f"{name} = {self._write(self._settings[name][0], named=False)}  # {self._settings[name][1]}"
                     for name in used]
         return settings + ([""] if settings else []) + body
@@ -365,12 +379,41 @@ def _shared_object(value: Any) -> bool:
 
 def _parameter_names(fn: Callable, count: int) -> list[str | None]:
     """The names of the parameters the first `count` positional arguments of fn fill (None where unknown)."""
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not inspect.isclass(owner) and not inspect.ismodule(owner):
+        # a bound method: its class's function, less self (a cache keyed by the bound method would keep the
+        # value it is bound to alive: a student's trained model, say)
+        parameters = _positional_parameters(getattr(type(owner), fn.__name__, None))[1:]
+    else:
+        parameters = _positional_parameters(fn)
+    return (list(parameters) + [None] * count)[:count]
+
+
+@functools.lru_cache(maxsize=512)
+def _positional_parameters(fn: Callable) -> tuple[str, ...]:
+    """fn's positional parameters, found once per function: `inspect.signature` parses the text signature of a
+    builtin (the lock, and the module's docstring, say why)."""
     try:
-        parameters = [p.name for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        with PARSING:
+            parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        parameters = []
-    return (parameters + [None] * count)[:count]
+        return ()
+    return tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(expression: str) -> types.CodeType:
+    """A `let` line's bytecode, compiled at its first run: a page's later runs compile nothing."""
+    return compile(expression, "<let>", "eval")
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(code: str) -> frozenset[str]:
+    """The names a line of code reads or binds (not attributes, not keyword names); a figure's line may hold a word
+    the student typed, so the cache is bounded."""
+    with PARSING:
+        tree = ast.parse(code)
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
 
 
 def _wrap(line: str, parenthesised: str | None = None) -> str:

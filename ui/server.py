@@ -21,6 +21,10 @@ is moved out of the collector's sight (gc.freeze); objects made later are still 
 collection after every script run is switched off (.streamlit/config.toml, runner.postScriptGC): it held the GIL
 for 44% of a class's time.
 
+Streamlit compiles a page's script the first time a session opens it and keeps the bytecode for the server's life;
+every page's is compiled here, so no student's run compiles one (.streamlit/config.toml turns magic off, so that
+compile never builds the Python syntax tree that CPython 3.11 cannot build in two threads at once: ui/code.py).
+
 The compiled training and counting loops (numba) are called once on a few words, so that their compilation
 or cache loading, and its imports, happen here too. Last, the default views' slow results (ui/defaults.py) begin
 computing in the background. gensim (and scipy.stats, which it imports) is the exception: 1.5 s of the start-up
@@ -35,6 +39,7 @@ import contextlib
 import gc
 import importlib
 import pkgutil
+from pathlib import Path
 
 import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import numpy as np
@@ -53,6 +58,7 @@ import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad
 import torch.utils.serialization  # noqa: F401  (torch.load's first call)
 import torch.utils._device  # noqa: F401  (torch.device as a context manager: SmolLM2 is built on "meta")
 from plotly.subplots import make_subplots
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import engine
 import ui
@@ -65,6 +71,7 @@ with contextlib.suppress(ImportError):  # without it the pages that need GloVe s
 GPU_ONLY = {"engine.efficiency.triton_flash"}
 # plotly imports the class of each nested property (a heatmap's text font, a title's padding) on first use
 PLOTLY_KINDS = ["heatmap", "scatter", "bar", "layout", "scatter3d"]
+VIEWS = Path(__file__).resolve().parents[1] / "views"
 
 
 def _import_package(package) -> None:
@@ -85,6 +92,16 @@ def _draw_each_kind() -> None:
     spec = fig.to_dict()
     spec["frames"] = [dict(name="0", data=[dict(type="bar", y=[2, 1])])]
     pio.to_json(go.Figure(spec), validate=False)
+
+
+def _compile_page_scripts() -> None:
+    """Every page's script into the server's script cache (the one st.Page's run reads), as its first visitor
+    would; imported outside a script run (a notebook, a unit test) there is no cache to fill."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    for script in sorted(VIEWS.glob("*.py")):
+        ctx.pages_manager.get_page_script_byte_code(str(script))
 
 
 def _compile_kernels() -> None:
@@ -112,6 +129,7 @@ codecs.lookup("utf-32-le")  # WordVectors packs its words into code points throu
 if torch.cuda.is_available():
     importlib.import_module("engine.efficiency.triton_flash")
 _draw_each_kind()
+_compile_page_scripts()
 _compile_kernels()
 torch.set_num_threads(1)
 threadpoolctl.threadpool_limits(1, user_api="blas")  # numpy's OpenBLAS and scipy's, both loaded by now

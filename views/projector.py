@@ -2,7 +2,7 @@ import streamlit as st
 
 from engine.embeddings.projection import BUDGET, METHODS, choose_words, nearest, parse_words, project
 from engine.errors import InputError
-from ui import figures, tables
+from ui import boundary, figures, tables
 from ui.page import Page, equations
 from ui.projector import DEFAULT, VECTOR_SETS, View, analogy_arrows, projection, view
 
@@ -95,7 +95,7 @@ code.figure(f"{plot}({axes}, hover_name=words,\n"
             f"    title='{method} of {len(words):,} {VECTOR_SETS[source].label} words')")
 
 
-@st.fragment
+@boundary.fragment
 def picture(shown: View, arrows: list[tuple[str, str, str]], own: list[str]) -> None:
     """The figure and its highlighted word: changing the word or its neighbours reruns only this part."""
     left, right = st.columns([3, 1.2])

@@ -3,7 +3,7 @@ import math
 import streamlit as st
 
 from engine.attention.scaling import ScalingStudy, one_query_weights, scaling_study
-from ui import figures
+from ui import boundary, figures
 from ui.page import Page, equations
 
 page = Page("scaling")
@@ -65,7 +65,7 @@ with right:
     st.metric(f"Scaled logit spread at d_k = {big}", f"{scaled_spread:.3f}")
 
 
-@st.fragment
+@boundary.fragment
 def one_draw(dims: list[int], n_keys: int, seed: int) -> None:
     """Only this part reruns when its d_k changes: the study above stays as drawn."""
     st.subheader("One query, raw against scaled")

@@ -5,7 +5,7 @@ import torch
 from engine.transformer import sampler
 from engine.transformer.model import attention_maps, head_attention
 from engine.transformer.train import load_lm, unigram_loss
-from ui import figures
+from ui import boundary, figures
 from ui.loaders import char_model, char_sampler_weights, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
@@ -31,7 +31,7 @@ def cached_head(model, idx: torch.Tensor, layer: int, head: int) -> np.ndarray:
     return prompt_attention(tuple(idx.tolist()))[layer - 1, head - 1]
 
 
-@st.fragment
+@boundary.fragment
 def attention_panel(ids: torch.Tensor) -> None:
     """The heatmap with its layer and head: moving either reruns only this part of the page."""
     figure_slot = st.container()

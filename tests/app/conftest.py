@@ -2,31 +2,56 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-import threading
+import sys
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import AppTest, app_test, local_script_runner
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from ui.boundary import NOTICE
 
-# CPython 3.11's compiler is not safe in two threads at once ("SystemError: AST constructor recursion depth
-# mismatch", seen once in the suite). A server compiles each script once, under its one ScriptCache's lock; AppTest
-# makes a new ScriptCache at every run, so AppTests run in threads (test_heavy_jobs: students pressing Train at
-# once) compiled app.py together. Here every ScriptCache compiles under one lock, as the server's one does.
-_COMPILING = threading.Lock()
-_compiled = ScriptCache.get_bytecode
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+
+# A server compiles each script once, into its one ScriptCache, and keeps it; AppTest makes a new ScriptCache at
+# every run and compiled app.py and the page each time. Here every AppTest shares one, as a server's sessions do,
+# so a warm run compiles nothing (test_concurrency.py checks that a page's run parses and compiles nothing).
+SCRIPTS = ScriptCache()
+app_test.ScriptCache = local_script_runner.ScriptCache = lambda: SCRIPTS
+
+# CPython 3.11 keeps ast.parse's recursion depth in one counter per process: two threads parsing at once corrupt it
+# ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905), which under a class of 300 showed
+# a student the error page (ui/code.py says what changed). So a page's warm run must parse and compile nothing.
+_compiled_now: list[str] | None = None  # while `compiles` watches: where each compile (ast.parse is one) came from
 
 
-def _one_at_a_time(cache: ScriptCache, script_path: str):
-    with _COMPILING:
-        return _compiled(cache, script_path)
+def _record_compile(event: str, args: tuple) -> None:
+    if event != "compile" or _compiled_now is None:
+        return
+    ours = [f"{Path(f.filename).relative_to(ROOT)}:{f.lineno}" for f in traceback.extract_stack()[:-1]
+            if f.filename.startswith(str(ROOT)) and not f.filename.startswith(str(ROOT / "tests"))]
+    if ours:  # on a page's run path (app.py, a view, ui, the engine), not a test's or a library's own thread
+        _compiled_now.append(f"{str(args[0])[:60]!r} from {' < '.join(reversed(ours[-3:]))}")
 
 
-ScriptCache.get_bytecode = _one_at_a_time
+sys.addaudithook(_record_compile)  # an audit hook cannot be removed: this one does nothing unless `compiles` watches
+
+
+@contextlib.contextmanager
+def compiles() -> Iterator[list[str]]:
+    """Every compile and parse the app's code makes meanwhile, in any thread (say, a page's run in AppTest's)."""
+    global _compiled_now
+    _compiled_now = []
+    try:
+        yield _compiled_now
+    finally:
+        _compiled_now = None
 
 
 def open_page(slug: str | None = None, **params: str) -> AppTest:
@@ -47,6 +72,8 @@ def open_page(slug: str | None = None, **params: str) -> AppTest:
 
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+    # an exception the page's boundary caught (ui/boundary.py) shows as this notice, its traceback in the log
+    assert not [e for e in at.error if e.value == NOTICE], "the page's boundary caught an exception: see the log"
 
 
 def option_values(at, key: str) -> list:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.app.conftest import open_page
+from tests.app.conftest import assert_clean, open_page
 from tests.app.snippets import plain, run_notebook, start_snippet
 from ui import code
 from ui.catalog import PAGES
@@ -92,7 +92,7 @@ def page_recipe(slug: str, state: dict[str, str]) -> code.Recipe:
         at = open_page(slug, **params)
         if "_press" in state:
             at.button(key=state["_press"]).click().run()
-        assert not at.exception, [e.value for e in at.exception]
+        assert_clean(at)
         return code.KEPT[slug]
     finally:
         code.KEPT = None

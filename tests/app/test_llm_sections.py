@@ -138,7 +138,7 @@ def test_without_smollm2s_file_the_page_says_how_to_fetch_it_and_draws_the_rest(
                                                                                 drawn):
     monkeypatch.setenv("SMOLLM2_DIR", str(tmp_path))  # an empty folder: the file is missing
     at = open_page(slug, **params)
-    assert not at.exception, [e.value for e in at.exception]
+    assert_clean(at)
     assert any(files.FETCH_COMMAND in e.value for e in at.error), [e.value for e in at.error]
     assert button(at, FETCH)
     assert drawn in figures(at)

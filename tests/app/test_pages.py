@@ -8,7 +8,7 @@ import re
 import pytest
 
 from engine.attention import kernel_regression as kr
-from tests.app.conftest import assert_clean, open_page
+from tests.app.conftest import assert_clean, compiles, open_page
 from tests.unit.test_palettes import assert_not_by_colour_alone
 from ui.catalog import PAGES, SOURCE_CODES
 
@@ -36,6 +36,10 @@ def test_page_renders_with_its_header(slug):
     assert len(charts) > 0
     for chart in charts:  # every figure the page draws at its defaults, read by colour-blind eyes too
         assert_not_by_colour_alone(json.loads(chart.proto.spec))
+    with compiles() as compiled:  # a warm run, as most of a class's: no parse, no compile (conftest says why)
+        at.run()
+    assert_clean(at)
+    assert compiled == []
 
 
 def test_lecture_mode_is_a_url_parameter_on_every_page():

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.app.conftest import open_page, option_values
+from tests.app.conftest import assert_clean, open_page, option_values
 from ui.catalog import PAGES
 
 FRAME = {"lecture", "tour", "stop"}  # the frame's parameters, tested in test_classroom_frame
@@ -98,7 +98,7 @@ def test_good_values_round_trip(slug):
         else:
             continue  # typed text is round-tripped by the hostile-input browser test
         reopened = open_page(slug, **{name: str(value)})
-        assert not reopened.exception
+        assert_clean(reopened)
         again = next(w for kind in KINDS for w in getattr(reopened, kind) if w.key == name)
         assert denotes(str(value), again.value), (name, value, again.value)
         assert not any(f"URL parameter `{name}=" in i.value for i in reopened.info)
@@ -119,6 +119,6 @@ def test_a_page_opened_from_another_starts_at_its_own_defaults(before, after, ty
     if typed is not None:
         at.text_input(key="text").set_value(typed).run()
     at.switch_page(f"views/{after}.py").run()
-    assert not at.exception
+    assert_clean(at)
     assert controls(at) == controls(open_page(after))
     assert not at.query_params

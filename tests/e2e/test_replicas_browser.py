@@ -202,7 +202,13 @@ def test_a_killed_replicas_sessions_come_back_on_the_other_with_their_views(repl
 def test_a_replica_started_again_takes_new_students(replicas, browser, students):
     """What `python -m serve` does when a replica has exited: start it again on a new port, re-point the proxy's
     server line, and send it the next student once its checks pass (the fewest open connections: none)."""
-    (victim,) = replicas.restart_exited()
+    exited_by = time.monotonic() + RECONNECT_S
+    restarted = replicas.restart_exited()
+    while not restarted:  # the replica killed in the last test may not be reaped yet: a large process dies slowly
+        assert time.monotonic() < exited_by, f"no replica had exited {RECONNECT_S} s after the last test's kill"
+        time.sleep(0.2)
+        restarted = replicas.restart_exited()
+    (victim,) = restarted
     deadline = time.monotonic() + RECONNECT_S
     while not any(line.split()[3:6:2] == [victim, "2"]  # srv_name, srv_op_state 2: up
                   for line in replicas.proxy.command(f"show servers state {BACKEND}").splitlines()[2:]):

@@ -31,8 +31,9 @@ from benchmarks import write_result  # noqa: E402
 from engine.efficiency import compiled, records, sweep, triton_flash  # noqa: E402
 
 CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
-# dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts
-DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4}
+# dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts, so the
+# PCIe and NVL cards come before the SXM parts whose names theirs contain
+DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.5, "H200 NVL": 835.5, "H100": 989.4, "H200": 989.4}
 # The launches worth GPU time, from the first H100 runs (benchmarks/results/flash_gpu.json): the winners were
 # (64, 64, 4 warps, 3 stages), (128, 64, 4, 2) and (128, 128, 8, 3) forward and (32, 64, 4, 3) backward; 4 stages
 # of 128 x 128 tiles need 288 KiB of shared memory, more than a block may have, and (128, 32) tiles never won.
@@ -123,6 +124,11 @@ def tune(d: int, causal: bool, dtype: torch.dtype, mode: str, configs: list[dict
     return best
 
 
+def dense_bf16_peak(device_name: str) -> float | None:
+    """The dense bf16 TFLOP/s of the GPU torch names ("NVIDIA H100 NVL"), None for one not in DENSE_BF16_TFLOPS."""
+    return next((peak for key, peak in DENSE_BF16_TFLOPS.items() if key in device_name), None)
+
+
 def compiler_target(device_name: str) -> str | None:
     """The compile record's target for this GPU: the H200 has the H100's SM (sm_90)."""
     if "H100" in device_name or "H200" in device_name:
@@ -172,7 +178,7 @@ def tuned_configs(d: int, causal: bool, unfit: dict[tuple, str]) -> dict:
 
 def gpu(quick: bool, started: float) -> dict:
     name = torch.cuda.get_device_name()
-    peak = next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name), None)
+    peak = dense_bf16_peak(name)
     lengths = (1000, 2048, 8192) if quick else GPU_LENGTHS
     memory = torch.cuda.get_device_properties(0).total_memory
     result = header(f"{name} ({memory / 2**30:.0f} GiB)") | {

@@ -3,6 +3,7 @@ playable in the browser, and recorded timing results drawn against N."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,14 +15,35 @@ from engine.efficiency import compiled, records
 from engine.efficiency.flash import TileStep
 from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
 from engine.efficiency.sweep import format_bytes
-from ui import figures, tables
+from ui import alt_text, figures, tables
 from ui.loaders import compile_record
 
-# not yet is dark enough to stay 13 CIEDE2000 from skipped, under simulated colour-vision deficiencies too
-SEEN, CURRENT, UNSEEN, DONE, SKIPPED = "#1f4fbf", "#e8590c", "#b4bfcf", "#7f9cd6", "#f1f3f5"
+SEEN, CURRENT, UNSEEN = "#1f4fbf", "#e8590c", "#b4bfcf"
 BAR_SCALE = dict(colorscale=[[0, SEEN], [0.5, CURRENT], [1, UNSEEN]], cmin=0, cmax=2)  # 0 seen, 1 current, 2 not yet
-# tile states on the grid, drawn with one colour each
-TILE_COLOURS = [SKIPPED, UNSEEN, DONE, CURRENT]  # tile states 0 skipped, 1 not yet, 2 done, 3 in SRAM now
+
+
+class TileState(NamedTuple):
+    name: str
+    colour: str
+    colour_name: str  # as the legend under the grid says it
+    mark: str  # written in every tile of the state: the second channel beside colour (WCAG 1.4.1)
+
+
+# The tile grid's states, valued 0 to 3 in this order. Every two of them touch somewhere (the diagonal's tiles meet
+# skipped ones), and steps of 3:1 (WCAG 1.4.11) leave room for three levels of lightness, white's included: in
+# SRAM now and done are each 3:1 or more from every other state, and not yet, 3:1 from those two, shares the
+# light level with skipped, which is the white of the background. Those two are told apart by their marks, and
+# skipped tiles lie only past the diagonal. Each mark is 4.5:1 or more against its tile in the colour plotly.js
+# writes it in, and the colours stay apart under simulated colour-vision deficiencies: tests/unit/test_palettes.py
+# measures all of it.
+TILE_STATES = (
+    TileState("skipped, every key in the future", "#ffffff", "white", "×"),
+    TileState("not yet", "#cad5e6", "light grey", "○"),
+    TileState("done", "#000f76", "dark blue", "✓"),
+    TileState("in SRAM now", "#c74900", "orange", "●"),
+)
+TILE_MARKS = np.array([state.mark for state in TILE_STATES])
+TILE_LEGEND = "; ".join(f"{s.mark} {s.colour_name}: {s.name}" for s in reversed(TILE_STATES))
 
 
 def _bar_states(n: int, step: int) -> list[int]:
@@ -71,14 +93,16 @@ def output_figure(steps: Sequence[int], o: torch.Tensor, reference: torch.Tensor
 
 def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_r: int, N: int,
                 height: int = 440) -> go.Figure:
-    """Left: the grid of S tiles (query blocks down, key blocks across), coloured by state after each step;
-    right: the running maximum m and normaliser l of the rows of the query block in flight."""
+    """Left: the grid of S tiles (query blocks down, key blocks across), coloured and marked by state after each
+    step (TILE_STATES); right: the running maximum m and normaliser l of the rows of the query block in flight."""
     T_r, T_c = len(kinds), len(kinds[0])
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
                         subplot_titles=("Tiles of S = QKᵀ", "m (blue), l (green, hatched)"))
-    colourscale = [[k / 3, c] for k, c in enumerate(TILE_COLOURS)]
+    colourscale = [[k / 3, state.colour] for k, state in enumerate(TILE_STATES)]
+    # each tile's mark: text left at its automatic size fits the tiles, in plotly's colour for the tile, ringed
     fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
                              zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
+                             texttemplate="%{text}", textfont=dict(shadow="auto"),
                              hovertemplate="tile %{y} × %{x}<extra></extra>"), 1, 1)
     fig.add_trace(go.Bar(x=[], y=[], name="m (running max)", marker_color=SEEN), 1, 2)
     fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker=dict(color="#2b8a3e", pattern=dict(shape="/"))),
@@ -87,16 +111,21 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     frames = []
     for s in steps:
         state = np.array([[0 if kinds[i][j] == "skipped" else 2 if (i, j) in done else 1 for j in range(T_c)]
-                          for i in range(T_r)], dtype=float)
+                          for i in range(T_r)])
         state[s.i, s.j] = 3
         rows = [str(s.i * B_r + r) for r in range(len(s.m))]
-        frames.append([dict(z=state.tolist()), dict(x=rows, y=s.m.tolist()), dict(x=rows, y=s.l.tolist())])
+        # a mark a tile in every frame: one character each, no colour for plotly to parse (see figures.animate)
+        frames.append([dict(z=state.tolist(), text=TILE_MARKS[state].tolist()), dict(x=rows, y=s.m.tolist()),
+                       dict(x=rows, y=s.l.tolist())])
         done.add((s.i, s.j))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(type="category", title="query row", row=1, col=2)
     fig.update_layout(barmode="group", showlegend=False)
     figures.style(fig, "", height)
-    return figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
+    fig = figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
+    # the values 0 to 3 mean nothing to a screen reader without the states they stand for
+    states = ", ".join(f"{k} {s.name} ({s.mark})" for k, s in enumerate(TILE_STATES))
+    return fig.update_layout(meta={figures.ALT: f"{alt_text.describe(fig)} Tile states: {states}."})
 
 
 def recorded_label(recorded: dict) -> str:
@@ -160,8 +189,10 @@ def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -
         "kernel": [r["kernel"] for r in rows],
         "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],
         "warps · stages": [f"{r['num_warps']} · {r['num_stages']}" for r in rows],
-        "shared / block": [format_bytes(r["shared_bytes"]) if r["shared_bytes"] is not None else "" for r in rows],
-        "SRAM / SM": [format_bytes(targets[r["target"]]["shared_per_sm"]) for r in rows],
+        "shared used / block": [format_bytes(r["shared_bytes"]) if r["shared_bytes"] is not None else ""
+                                for r in rows],
+        "shared memory per SM · per block": [f"{format_bytes(targets[r['target']]['shared_per_sm'])} · "
+                                             f"{format_bytes(targets[r['target']]['shared_per_block'])}" for r in rows],
         "registers / thread": [r["registers"] for r in rows],
         "spill B / thread": [r["spill_bytes"] for r in rows],
         "blocks / SM": [r["blocks_per_sm"] for r in rows],

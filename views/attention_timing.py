@@ -120,7 +120,8 @@ with page.guard():
     else:
         g1, g2 = st.columns(2)
         mode = page.select("Recorded pass", "gpass", list(sweep.MODES), where=g1,
-                           help="forward+backward counts 3.5 times the forward's FLOPs, as FlashAttention does")
+                           help="forward+backward counts 3.5 times the forward's FLOPs, as FlashAttention does; "
+                                "our Triton kernels run 4.5 times, their dQ kernel forming S and dP again")
         recorded_dtype = page.select("Recorded dtype", "gdtype", ["bfloat16", "float16"], where=g2)
         versions = ", ".join(f"{k} {v}" for k, v in recorded["versions"].items())
         st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · {mode}, {recorded_dtype}, "

@@ -3,24 +3,31 @@ import math
 import streamlit as st
 
 from engine.efficiency import traffic
+from engine.efficiency.compiled import SHARED_MEMORY
 from engine.efficiency.flash import EXAMPLE_HEAD_DIM, TiledExample, tile_kinds, tiled_example
 from engine.efficiency.sweep import LENGTHS, NAIVE, TILED, format_bytes, peak_memory_by_length
 from engine.errors import InputError
-from ui import figures
-from ui.efficiency import by_method, compiler_panel, recorded_label, tile_figure
+from ui import boundary, figures
+from ui.efficiency import TILE_LEGEND, by_method, compiler_panel, recorded_label, tile_figure
 from ui.loaders import flash_results
 from ui.page import Page, equations, gaps
 
 MAX_TILES = 256  # every frame of the playable grid carries the whole grid
 MEASURED_LENGTHS = [128, 256, 512]
-SRAM_KIB = {"H100 (228 KiB per SM)": 228, "A100 (164 KiB per SM)": 164, "RTX 4090 (100 KiB per SM)": 100}
+# each GPU by the most shared memory one SM can have (the URL's values), the model held to what one block may have
+GPUS = {f"{name} ({shared.per_sm // 1024} KiB per SM)": name for name, shared in SHARED_MEMORY.items()}
+SHARED_MEMORY_HELP = ("The largest share of each SM's on-chip SRAM that shared memory can take. A tile step of the "
+                      "model must fit in what one block may have: " + ", ".join(
+                          f"{name} {format_bytes(shared.per_block)}" for name, shared in SHARED_MEMORY.items()))
 page = Page("flash_attention")
 page.intro(
-    "FlashAttention never writes the N × N scores to the GPU's main memory (HBM). Each block of B_r queries "
-    "stays in fast on-chip SRAM while blocks of B_c keys and values stream past; the online softmax of eq. 137, "
-    "applied to a block of rows, keeps a running maximum m, a running sum l and an unnormalised output, "
-    "rescaled whenever m grows. Only O and the log-sum-exp L = m + log l are written out; the backward pass "
-    "recomputes each tile of P from L instead of storing it."
+    "FlashAttention never writes the N × N scores to the GPU's main memory (HBM). In FlashAttention-2's loop "
+    "order, drawn here, each block of B_r queries stays in fast on-chip SRAM while blocks of B_c keys and values "
+    "stream past; the online softmax of eq. 137, applied to a block of rows, keeps a running maximum m, a running "
+    "sum l and an unnormalised output, rescaled whenever m grows. Only O and the log-sum-exp L = m + log l are "
+    "written out; the backward pass recomputes each tile of P from L instead of storing it. (The first "
+    "FlashAttention loops the other way round: it keeps K_j and V_j on chip while the query blocks stream past, "
+    "and writes each block's O, l and m back to HBM at every step.)"
 )
 c1, c2, c3, c4, c5 = st.columns(5)
 N = page.slider("Sequence length N", "N", 4, 64, 24, where=c1)
@@ -55,8 +62,8 @@ with page.guard():
     left, right = st.columns([3, 2])
     with left:
         figures.show(tile_figure(kinds, record, step, B_r, N))
-        st.caption("Orange: the tile in SRAM now; blue: done; grey: not yet; white: skipped, every key in the future. "
-                   "Play runs the steps in the browser; the slider above sets the step described below.")
+        st.caption(f"{TILE_LEGEND}. Play runs the steps in the browser; the slider above sets the step described "
+                   "below.")
         skipped = sum(k == "skipped" for row in kinds for k in row)
         m1, m2 = st.columns(2)
         m1.metric("Tiles computed", f"{len(record)} of {T_r * T_c}")
@@ -84,13 +91,14 @@ with page.guard():
     gaps(*[(f"max |{what}|", a, b) for what, a, b in run.checks])
 
 
-@st.fragment
+@boundary.fragment
 def traffic_model() -> None:
     """Only this section reruns when its controls move."""
     st.subheader("Memory traffic: HBM bytes against N")
     k1, k2, k3, k4, k5 = st.columns(5)
     d = int(page.select("Head dim d", "d", ["64", "128"], where=k1))
-    gpu = page.select("SRAM", "sram", list(SRAM_KIB), where=k2)
+    gpu = GPUS[page.select("Shared memory", "sram", list(GPUS), where=k2, help=SHARED_MEMORY_HELP)]
+    per_block = SHARED_MEMORY[gpu].per_block
     model_B_r = int(page.select("Model B_r", "mBr", ["16", "32", "64", "128", "256"], "128", where=k3))
     model_B_c = int(page.select("Model B_c", "mBc", ["16", "32", "64", "128", "256"], "64", where=k4))
     element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
@@ -107,7 +115,7 @@ def traffic_model() -> None:
                           help="Up to a second, once per setting: naive and tiled attention at N = 128, 256 and "
                                "512 on this server")
     with page.guard():
-        traffic.check_fits(model_B_r, model_B_c, d, SRAM_KIB[gpu] * 1024, element_bytes)
+        traffic.check_fits(model_B_r, model_B_c, d, per_block, element_bytes)
         with left:
             figures.show(figures.lines(LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
                                        title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
@@ -129,7 +137,8 @@ def traffic_model() -> None:
             st.caption(source)
         m1, m2 = st.columns(2)
         m1.metric("Traffic at N = 4096, naive / tiled", f"{naive[at] / tiled[at]:.1f}×")
-        m2.metric("SRAM per tile step", format_bytes(sram), help=f"of {SRAM_KIB[gpu]} KiB")
+        m2.metric("SRAM per tile step", format_bytes(sram),
+                  help=f"against the {format_bytes(per_block)} of shared memory one block may have on the {gpu}")
         st.caption("Naive attention writes S and P to HBM and reads them back: Θ(N²) bytes. The tiled loop reads "
                    "K and V once per query block, 2N²d/B_r elements, and writes only O and L: larger query blocks, "
                    "which a larger SRAM allows, mean less traffic. Measured memory counts tensors alive at the peak.")

@@ -29,12 +29,28 @@ BLOCK_KEYS = {"forward": ("block_m", "block_n"), "backward dK dV": ("block_m1", 
 
 
 @dataclass(frozen=True)
+class SharedMemory:
+    """A GPU's shared memory, in bytes: the most of each SM's on-chip SRAM it can be given (the rest is L1 cache:
+    NVIDIA's whitepapers give the SRAM as 256 KB an SM on the H100, 192 KB on the A100, 128 KB on Ada), and the
+    most one block may opt in to."""
+
+    per_sm: int
+    per_block: int
+
+
+# NVIDIA's CUDA C++ programming guide, compute capability tables (sm_90, sm_80, sm_89); the FlashAttention page's
+# traffic model offers them all, the compiler records the first two
+SHARED_MEMORY = {"H100": SharedMemory(228 * 1024, 227 * 1024), "A100": SharedMemory(164 * 1024, 163 * 1024),
+                 "RTX 4090": SharedMemory(100 * 1024, 99 * 1024)}
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     capability: int  # sm_XX
     tensor_core_op: str  # the PTX instruction of that generation's tensor cores, as the pages name it
-    shared_per_sm: int  # bytes
-    shared_per_block: int  # the most one block may ask for (opt-in)
+    shared_per_sm: int  # bytes, SHARED_MEMORY's
+    shared_per_block: int
     registers_per_sm: int = 65536
     threads_per_sm: int = 2048
     blocks_per_sm: int = 32
@@ -42,8 +58,9 @@ class Target:
 
 # NVIDIA's CUDA C++ programming guide, compute capability tables
 TARGETS = {
-    "H100": Target("H100 (sm_90)", 90, "wgmma.mma_async", 228 * 1024, 227 * 1024),
-    "A100": Target("A100 (sm_80)", 80, "mma.sync", 164 * 1024, 163 * 1024),
+    "H100": Target("H100 (sm_90)", 90, "wgmma.mma_async", SHARED_MEMORY["H100"].per_sm,
+                   SHARED_MEMORY["H100"].per_block),
+    "A100": Target("A100 (sm_80)", 80, "mma.sync", SHARED_MEMORY["A100"].per_sm, SHARED_MEMORY["A100"].per_block),
 }
 RESERVED_SHARED_PER_BLOCK = 1024  # the driver's, on sm_80 and later
 

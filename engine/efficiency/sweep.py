@@ -5,7 +5,8 @@ interleaved, warmed-up repeats reported as median and spread (engine.efficiency.
 each method measured separately, and TFLOP/s counted as 4·B·H·N²·d (QK^T and PV, two FLOPs per
 multiply-add), halved for causal attention, whose upper triangle needs no work. A forward and backward pass
 counts 3.5 times that, as FlashAttention's benchmarks do: the backward's five N²·d products (S recomputed,
-dV, dP, dQ, dK) against the forward's two.
+dV, dP, dQ, dK) against the forward's two. Our Triton backward forms seven (engine.efficiency.triton_flash), so
+its TFLOP/s understate the arithmetic it does.
 """
 from __future__ import annotations
 

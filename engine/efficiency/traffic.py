@@ -66,9 +66,9 @@ def sram_bytes(B_r: int, B_c: int, d: int, element_bytes: int = 2) -> int:
 
 
 def check_fits(B_r: int, B_c: int, d: int, sram: int, element_bytes: int = 2) -> None:
-    """Refuse block sizes whose working set does not fit in `sram` bytes."""
+    """Refuse block sizes whose working set does not fit in `sram` bytes, the shared memory one block may have."""
     need = sram_bytes(B_r, B_c, d, element_bytes)
     if need > sram:
         raise InputError(f"B_r = {B_r}, B_c = {B_c} at d = {d} need {need / 1024:.0f} KiB of SRAM per tile step, "
-                         f"more than the {sram / 1024:.0f} KiB chosen: take smaller blocks")
+                         f"more than the {sram / 1024:.0f} KiB of shared memory a block may have: take smaller blocks")
 

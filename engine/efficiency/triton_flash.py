@@ -7,10 +7,15 @@ Scores are kept in log2 units (the 1/√d scale is folded with log2 e into one m
 exponentials are exp2, the instruction GPUs have. Causal attention runs two loops: the key blocks wholly
 in the past need no mask, only the blocks on the diagonal do, and blocks in the future are never loaded.
 
-Backward (FlashAttention-2's, the loops of engine.efficiency.flash.flash_backward): D = rowsum(dO ∘ O) per
-query, then P = e^{S − L} recomputed from the saved L, never stored. dK and dV accumulate in one program per
-block of keys that walks the query blocks; dQ in another kernel, one program per block of queries that walks
-the key blocks, so that no two programs write the same rows and no atomics are needed.
+Backward (the loops of engine.efficiency.flash.flash_backward, split in two kernels as Triton's fused-attention
+tutorial splits them): D = rowsum(dO ∘ O) per query, then P = e^{S − L} recomputed from the saved L, never
+stored. dK and dV accumulate in one program per block of keys that walks the query blocks (S, dV += P^T dO,
+dP, dK += dS^T Q); dQ in another kernel, one program per block of queries that walks the key blocks and
+recomputes S and dP for dQ += dS K, so that no two programs write the same rows and no atomics are needed.
+That is 7 products of N²·d where FlashAttention-2's Algorithm 2, one pass adding dQ atomically, does 5: with
+the forward's 2, a forward and backward pass runs 4.5 times the forward's products, while the TFLOP/s
+reported (engine.efficiency.sweep) count 3.5 times, FlashAttention's convention, so they understate the
+arithmetic done here.
 
 Runs compiled on a CUDA GPU, and on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set
 before this module is imported). The interpreter gets bfloat16 wrong twice (triton 3.6-3.9): its tl.dot
@@ -36,7 +41,9 @@ try:
 except ImportError:  # the app and its tests run without triton; only this kernel needs it
     triton = None
 
-HEAD_DIMS = (16, 32, 64, 128)  # tl.dot needs at least 16; past 128 the tile no longer fits in registers
+# tl.dot needs d >= 16; 128 is our launches' limit, not the GPU's (FlashAttention-2 runs d = 256): there the
+# forward's (128, 256) float32 accumulator would be 256 registers a thread on 4 warps, past the 255 one may have
+HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16)
 MAX_GRID_Y = 65535  # CUDA's limit on the second grid dimension, which holds batch × heads
 LOG2_E = 1.4426950408889634  # 1 / ln 2: e^x = 2^(x log2 e)

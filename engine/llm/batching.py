@@ -5,14 +5,16 @@ matrix), so on a CPU one sequence alone is bound by reading SmolLM2's 540 MB of 
 new tokens of B sequences into one (B, 1) batch reads the weights once for all of them: here a step of 32 costs
 about 3.5 steps of one and yields 32 tokens (vLLM's continuous batching, TGI, llama.cpp's parallel slots).
 Sequences join between steps and leave as soon as they end, so nobody waits for a whole batch to finish.
-Prompts joining together are read in one forward pass, the prefix they share (the chat template's system turn)
-once.
+Prompts joining together share their prefill: the prefix they share (the chat template's system turn) is read
+once, then the rest of every prompt in one forward pass.
 
 Layout: each sequence owns its cache, (layers, capacity, g, d) for K and for V, allocated when it joins for its
 prompt plus its new tokens and filled in place. A step runs every matrix on the (B, 1, C) stack, each sequence
 with its own RoPE angle; attention, per layer, over the sequences' caches padded into one stack, the padding
 masked out of the scores, so each sequence reads only its own keys (002 §2: examples across the batch never
-"talk" to each other). A padded pool instead of the copy per step would cost B times the longest sequence.
+"talk" to each other). That stack is a copy, B × the longest sequence's keys and values of one layer, made and
+dropped at every layer of every step of two or more; a pool padded in place would need no copy but would hold
+B × the longest capacity for as long as the batch runs: memory held against traffic paid every step.
 
 Exactness: a sequence's logits agree with generation.stream's alone within float32 rounding (only the matrices'
 row counts and the order of a few sums differ), and so do its tokens, greedy or sampled (each sequence draws
@@ -177,10 +179,13 @@ class DecodeBatch:
         return joined
 
     def _prefill(self, requests: list[Request]) -> list[Sequence]:
-        """One forward pass over the prompts, padded on the right. The tokens every prompt begins with (the chat
-        template's system turn: 25 of a short question's 36 tokens) are read once and their keys and values
-        shared, as vLLM's prefix caching does: causal attention gives a prefix the same keys and values whatever
-        follows it. Each prompt keeps at least its last token to read, whose logits it needs."""
+        """The prompts read together, padded on the right. The tokens every prompt begins with (the chat template's
+        system turn: 25 of a short question's 36 tokens) are read once, in a forward pass of their own, and the
+        rest of every prompt in a second over their keys and values: causal attention gives a prefix the same keys
+        and values whatever follows it. Each prompt's cache then gets its own copy of them. This is a prefill
+        shared by prompts that join together, not vLLM's automatic prefix caching, which keeps hashed blocks of
+        keys and values for later requests to find. Each prompt keeps at least its last token to read, whose
+        logits it needs."""
         cfg, model = self.lm.config, self.lm.model
         shared = min(len(r.ids) for r in requests) - 1
         for request in requests[1:]:

@@ -184,7 +184,9 @@ def draw_next(logits: torch.Tensor, temperature: float, top_k: int | None,
 
     One uniform number per row from the generator, and the token where it falls in the cumulative distribution
     (inverse CDF), as engine/transformer/sampler.py draws: torch.multinomial scans a 49,152-word row in 1 ms, ten
-    times this, for the same distribution (the random numbers differ, so a seed gives other tokens than it)."""
+    times this (the random numbers differ, so a seed gives other tokens than it). The draw realises each
+    probability to within about 2^-24, not exactly: the cumulative sum is float32 and torch.rand's float32
+    uniforms hold 24 random bits, so a token much less likely than that may never come."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True), F.softmax(logits.float(), dim=-1)
     distribution = sampling_distribution(logits, temperature, top_k, top_p)

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.efficiency import traffic
+from engine.efficiency.compiled import SHARED_MEMORY
 from engine.efficiency.flash import TileStep, flash_attention, flash_backward, flash_forward, naive_attention, tile_kind
 from engine.efficiency.measure import peak_memory, time_interleaved
 from engine.errors import InputError
@@ -108,6 +109,15 @@ def test_traffic_grows_as_the_notes_say():
     assert traffic.sram_bytes(64, 64, 64) == (64 * 64 * 3) * 2 + (64 * 64 + 64 * 64 + 128) * 4
     with pytest.raises(InputError, match="KiB of SRAM"):
         traffic.check_fits(256, 256, 128, sram=228 * 1024)
+
+
+def test_the_traffic_model_is_held_to_the_shared_memory_one_block_may_have():
+    """Issue 44: 228, 164 and 100 KiB are each SM's largest shared-memory carve-out, not its SRAM (the A100 has
+    192 KB); a block may have 1 KiB less, and the FlashAttention page's model is held to that."""
+    kib = {name: (shared.per_sm // 1024, shared.per_block // 1024) for name, shared in SHARED_MEMORY.items()}
+    assert kib == {"H100": (228, 227), "A100": (164, 163), "RTX 4090": (100, 99)}
+    with pytest.raises(InputError, match="more than the 99 KiB of shared memory a block may have"):
+        traffic.check_fits(256, 256, 128, SHARED_MEMORY["RTX 4090"].per_block)
 
 
 @pytest.mark.parametrize("N,B_r,B_c", [(37, 8, 5), (64, 16, 16), (50, 64, 7), (9, 2, 4)])

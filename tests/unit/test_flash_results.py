@@ -4,6 +4,7 @@ import json
 import pytest
 import torch
 
+from benchmarks import flash
 from engine.checkpoint_files import ModelFileError
 from engine.efficiency import records, sweep
 from engine.efficiency.flash import naive_attention
@@ -50,6 +51,15 @@ def test_a_kernel_that_disagrees_with_sdpa_is_refused_before_it_is_timed(monkeyp
     monkeypatch.setattr(sweep, "methods", lambda *args: real(*args) | {
         sweep.TRITON: lambda Q, K, V, causal: 1.001 * naive_attention(Q, K, V, causal)})
     assert sweep.measure(64, 16, False, [sweep.TRITON], block=32, repeats=1)[0].ms is not None
+
+
+@pytest.mark.parametrize("device_name,peak", [
+    ("NVIDIA H100 80GB HBM3", 989.4), ("NVIDIA H200", 989.4), ("NVIDIA H100 PCIe", 756.0),
+    ("NVIDIA H100 NVL", 835.5), ("NVIDIA H200 NVL", 835.5), ("NVIDIA A100-SXM4-80GB", None),
+])
+def test_each_gpu_gets_its_own_dense_bf16_peak(device_name, peak):
+    """The NVL cards contain the SXM parts' names: each is found before them (issue 44)."""
+    assert flash.dense_bf16_peak(device_name) == peak
 
 
 def test_flops_and_naive_memory_by_hand():

@@ -309,3 +309,33 @@ def test_efficiency_animations_keep_their_states_apart():
     spec = efficiency.tile_figure(kinds, steps, 2, B_r, N).to_dict()
     assert colour_scales(spec) and series(spec)[1].hatch == "/"  # l's bars hatched, as its title says
     assert_not_by_colour_alone(spec)
+    grid = spec["data"][0]
+    assert colour_scales(spec)[0] == [[k / 3, s.colour] for k, s in enumerate(efficiency.TILE_STATES)]
+    assert grid["texttemplate"] == "%{text}"
+    for frame in spec["frames"]:  # every tile of every step carries its state's mark
+        z, text = frame["data"][0]["z"], frame["data"][0]["text"]
+        assert text == [[efficiency.TILE_STATES[state].mark for state in row] for row in z]
+    alt = spec["layout"]["meta"][figures.ALT]
+    assert all(f"{k} {s.name} ({s.mark})" in alt for k, s in enumerate(efficiency.TILE_STATES))
+
+
+def plotly_cell_text(fill: str) -> str:
+    """The colour plotly.js writes a heatmap cell's text in over `fill` (Color.contrast): white where tinycolor
+    calls the fill dark (brightness under 128), else its line grey."""
+    r, g, b = (int(fill[i:i + 2], 16) for i in (1, 3, 5))
+    return HEATMAP_TEXT[0] if (299 * r + 587 * g + 114 * b) / 1000 < 128 else HEATMAP_TEXT[1]
+
+
+def test_the_tile_grids_states_hold_3_to_1_where_they_touch_and_each_carries_a_readable_mark():
+    """Issue 44: the grid told its states apart by colour alone, at 1.11 to 2.75:1 on white. Every state now touches
+    every other somewhere, and below white 3:1 steps leave two levels of lightness: skipped (white, the background)
+    and not yet share the light one, and are told apart by their marks; every other pair is 3:1 or more."""
+    states = {s.name.split(",")[0]: s for s in efficiency.TILE_STATES}
+    assert list(states) == ["skipped", "not yet", "done", "in SRAM now"]
+    assert states["skipped"].colour == "#ffffff"  # the background between the tiles
+    for a, b in itertools.combinations(states, 2):
+        if {a, b} != {"skipped", "not yet"}:
+            assert contrast(states[a].colour, states[b].colour) >= GRAPHIC_CONTRAST, (a, b)
+    assert len({s.mark for s in states.values()}) == len(states), "each state its own mark"
+    for name, state in states.items():
+        assert contrast(plotly_cell_text(state.colour), state.colour) >= TEXT_CONTRAST, name

@@ -100,6 +100,15 @@ def test_the_nucleus_ranked_from_its_top_tokens_is_the_one_a_full_sort_gives(sca
     assert torch.equal(outside_nucleus(probs, top_p), full)
 
 
+def test_draws_realise_each_probability_to_within_2_to_the_minus_24():
+    """draw_next's docstring: torch.rand's float32 uniforms are whole multiples of 2^-24, and in a float32
+    cumulative sum a token of probability 2^-26 beside one of the rest takes no width, so it never comes."""
+    uniforms = torch.rand(100_000, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(uniforms * 2**24, torch.floor(uniforms * 2**24))
+    distribution = torch.tensor([[1 - 2**-26, 2**-26]])
+    assert distribution[0, 1] > 0 and torch.equal(torch.cumsum(distribution, -1), torch.tensor([[1.0, 1.0]]))
+
+
 @pytest.mark.parametrize("temperature, top_k, top_p", [(1.0, None, None), (0.7, 5, None), (1.3, None, 0.8),
                                                        (0.9, 20, 0.9)])
 def test_draw_next_falls_where_its_uniform_number_does_and_follows_the_distribution(temperature, top_k, top_p):

@@ -5,6 +5,7 @@ dtype − fp32 reference|, where "torch in the same dtype" is plain attention co
 dtype (S = QK^T rounded to it, softmax in float32, P rounded before PV), as their `attention_ref` does; for
 the backward, autograd through it.
 """
+import inspect
 import math
 
 import pytest
@@ -13,6 +14,7 @@ import torch
 CUDA = torch.cuda.is_available()  # without one, tests/conftest.py has set TRITON_INTERPRET=1
 pytest.importorskip("triton", reason="triton is not installed (requirements-dev.txt installs it)")
 
+from engine.efficiency import sweep, triton_flash  # noqa: E402
 from engine.efficiency.flash import flash_backward, flash_forward, naive_attention  # noqa: E402
 from engine.efficiency.triton_flash import (  # noqa: E402
     check_backward_blocks,
@@ -96,3 +98,15 @@ def test_backward_refuses_what_the_forward_refuses_and_blocks_that_split_the_dia
 def test_unsupported_settings_are_refused_with_the_reason(settings, message):
     with pytest.raises(InputError, match=message):
         check_settings(*settings)
+
+
+def test_the_backward_runs_seven_products_where_the_reported_tflops_count_five():
+    """The module's header: the dK, dV kernel forms S, dV, dP and dK (4 products of N²·d), the dQ kernel S and dP
+    again and dQ (3), where FlashAttention-2's Algorithm 2 forms 5; with the forward's 2, a forward and backward
+    pass runs 4.5 times the forward's products, and sweep's TFLOP/s count 3.5 times."""
+    products = {name: inspect.getsource(getattr(triton_flash, name).fn).count("_dot(")
+                for name in ("_dk_dv_tile", "_dq_tile")}
+    assert products == {"_dk_dv_tile": 4, "_dq_tile": 3}
+    assert (2 + sum(products.values())) / 2 == 4.5
+    forward = sweep.attention_flops(1, 1, 64, 16, False)
+    assert sweep.attention_flops(1, 1, 64, 16, False, sweep.FORWARD_BACKWARD) == 3.5 * forward

@@ -9,8 +9,11 @@ the page, a dropped connection, a run that never finishes) and the server's CPU 
 
 Targets (issue 28): on a warm server the class opens its first pages with p95 <= 3 s; one server holds 100
 students with p95 <= 1 s and 0 errors. Only loopback addresses are used; every phase is bounded in time.
+Issue 44's stress (--stress): five classes of 300 on one process, then 160 over two replicas with one killed mid-class
+and started again; no student meets an exception and no server logs one (class_size_stress.json).
 Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501
-       --warmers 2] [--cold] [--trainers 30 --sizes 60] [--flooders 1 --sizes 50]
+       --warmers 2] [--cold] [--trainers 30 --sizes 60] [--flooders 1 --sizes 50] [--replicas 2 [--kill-at 90]]
+       [--stress]
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import itertools  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
+import signal  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -35,8 +39,9 @@ import gevent  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import finish, smollm_present  # noqa: E402
-from benchmarks.load import CLK_TCK, Server  # noqa: E402
+from benchmarks.load import CLK_TCK, Server, free_port  # noqa: E402
 from benchmarks.protocol import RunFailed, Session  # noqa: E402
+from serve.replicas import Replicas  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 from ui.tours import TOURS, stop_params  # noqa: E402
 
@@ -48,6 +53,15 @@ SKIPPED_KEYS = {"lecture"}  # the frame's own switch: not a page's control
 TARGETS = {"open_p95_s": 3.0, "change_p95_s": 1.0, "errors": 0}
 COLD_OPEN_P95_S = 5.0
 PAGE_TRAINED = "word2vec_training"
+PAGE_EXCEPTION = "exception on the page"  # how an error element or the boundary's notice is recorded
+METHOD = ("each class arrives over {arrival:.0f} s, opening a tour stop or a page's default view, then for "
+          "{steady:.0f} s every student sets one slider, select box or toggle to another random valid value after an "
+          f"exponential think time of mean {THINK_MEAN_S:.0f} s")
+# issue 44: the sizes at which a class met the parser's SystemError, several times over, and a replica killed
+STRESS_STUDENTS, STRESS_RUNS, STRESS_REPLICA_STUDENTS, KILL_AT_S = 300, 5, 160, 90.0
+# a server log's lines that mean a student met an error (the boundary logs what it caught, ui/boundary.py)
+LOG_MARKERS = {"tracebacks": "Traceback (most recent call last)", "uncaught": "Uncaught app execution",
+               "caught_by_the_boundary": "Unexpected error on page", "system_errors": "SystemError"}
 
 
 def entry_points() -> list[tuple[str, dict[str, str]]]:
@@ -92,7 +106,7 @@ class Tab(User):
             run = action()
             length = run.received_bytes
             if run.exceptions:
-                error = RuntimeError(f"exception on the page: {run.exceptions[0][:200]}")
+                error = RuntimeError(f"{PAGE_EXCEPTION}: {run.exceptions[0][:200]}")
         except RunFailed as failure:  # the session closed its connection; the next task opens the page again
             error = failure
         if kind == "open":
@@ -354,6 +368,105 @@ def _merged(env: Environment, kind: str):
     return total
 
 
+class Served:
+    """Where the classes connect: a given URL, one `streamlit run app.py`, or `replicas` of it behind HAProxy (serve/).
+    The log of every process it started is read at the end, a killed replica's too."""
+
+    def __init__(self, url: str = "", replicas: int = 0):
+        self.replicas = Replicas(replicas, free_port()) if replicas else None
+        self.server = Server(ROOT / "app.py", ROOT) if not url and not replicas else None
+        self.url = url or (self.replicas.url if self.replicas else self.server.url)
+        self.ended_logs: list[str] = []  # what the replicas killed mid-class printed
+
+    def processes(self) -> list[Server]:
+        return self.replicas.servers if self.replicas else [self.server] if self.server else []
+
+    def kill_and_restart(self, name: str) -> float:
+        """SIGKILL replica `name` (a crash, or the machine taking its memory), then start it again as `python -m
+        serve` does; the seconds until the new one answers its health check and the proxy points at it."""
+        victim = self.replicas.names()[name]
+        start = time.monotonic()
+        os.killpg(victim.proc.pid, signal.SIGKILL)
+        while victim.proc.poll() is None:  # reaped: its log is complete
+            gevent.sleep(0.1)
+        self.ended_logs.append(victim.output())
+        self.replicas.restart_exited()
+        return time.monotonic() - start
+
+    def log_lines(self) -> dict:
+        """The lines of every server's log that mean a student met an error: Python tracebacks, Streamlit's
+        uncaught script errors, those the pages' boundary caught (ui/boundary.py), SystemError (the parser's)."""
+        logs = self.ended_logs + [server.output() for server in self.processes()]
+        lines = [line for log in logs for line in log.splitlines()]
+        return {"processes": len(logs), "lines": len(lines),
+                **{name: sum(marker in line for line in lines) for name, marker in LOG_MARKERS.items()}}
+
+    def stop(self) -> None:
+        if self.replicas is not None:
+            self.replicas.stop()
+        elif self.server is not None:
+            self.server.stop()
+
+
+def kill_during(served: Served, at_s: float, log: list[dict]) -> gevent.Greenlet:
+    """In the background: at_s seconds from now, kill replica r1 and start it again."""
+    def kill() -> None:
+        gevent.sleep(at_s)
+        back_s = served.kill_and_restart("r1")
+        log.append({"replica": "r1", "killed_at_s": at_s, "restarted_after_s": round(back_s, 1)})
+        print(f"killed r1 {at_s:.0f} s into the class; a new r1 answered its health check {back_s:.0f} s later")
+    return gevent.spawn(kill)
+
+
+def run_classes(served: Served, sizes: list[int], args: argparse.Namespace, warmers: int) -> dict:
+    """Warm (unless --cold), then one class of each size; with --kill-at, r1 is killed that far into each class."""
+    if not args.cold:
+        start = time.perf_counter()
+        warm_every_entry_point(served.url, warmers)
+        for server in served.processes():
+            server.wait_idle()
+        print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
+    classes, kills = [], []
+    for size in sizes:
+        killer = kill_during(served, args.kill_at, kills) if args.kill_at else None
+        classes.append(one_class(served.url, size, args.steady, served.server, args.arrival, args.trainers,
+                                 args.flooders))
+        if killer is not None:
+            killer.join()
+    return {"classes": classes, "kills": kills, "server_log": served.log_lines()}
+
+
+def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int) -> dict:
+    served = Served(args.url, replicas)
+    try:
+        return run_classes(served, sizes, args, max(args.warmers, replicas))
+    finally:
+        served.stop()
+
+
+def page_exceptions(c: dict) -> int:
+    """A class's exceptions on the page (Streamlit's error element, or the boundary's notice), apart from dropped
+    connections and runs that never finished."""
+    return sum(n for error, n in c["errors"].items() if error.startswith(PAGE_EXCEPTION))
+
+
+def stress(args: argparse.Namespace) -> tuple[dict, list[str]]:
+    """Issue 44: five classes of 300 on one process, then 160 over two replicas with r1 killed mid-class; no
+    student may meet an exception, and no server may log one."""
+    args.kill_at = 0
+    one = serve_and_run(args, [STRESS_STUDENTS] * STRESS_RUNS, 0)
+    args.kill_at = KILL_AT_S
+    two = serve_and_run(args, [STRESS_REPLICA_STUDENTS], 2)
+    runs = {"one_process": one, "two_replicas_one_killed": two}
+    failures = []
+    for name, run in runs.items():
+        exceptions = [page_exceptions(c) for c in run["classes"]]
+        logged = {k: v for k, v in run["server_log"].items() if k in LOG_MARKERS and v}
+        if any(exceptions) or logged:
+            failures.append(f"{name}: exceptions on the page per class {exceptions}, server log {logged}")
+    return runs, failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25,50,100,150,200", help="class sizes, one run each")
@@ -369,36 +482,50 @@ def main() -> int:
                         help="students of each class who rerun as fast as they can, with no think time")
     parser.add_argument("--warmers", type=int, default=1,
                         help="sessions that warm the server at once: the number of replicas behind --url")
+    parser.add_argument("--replicas", type=int, default=0,
+                        help="serve the classes from this many replicas behind HAProxy (python -m serve's)")
+    parser.add_argument("--kill-at", type=float, default=0,
+                        help="with --replicas: seconds into each class when replica r1 is killed and started again")
+    parser.add_argument("--stress", action="store_true",
+                        help=f"{STRESS_RUNS} classes of {STRESS_STUDENTS} on one process, then "
+                             f"{STRESS_REPLICA_STUDENTS} over two replicas with one killed {KILL_AT_S:.0f} s in: "
+                             f"no exception (written as class_size_stress)")
     args = parser.parse_args()
+    if args.kill_at and not args.replicas:
+        parser.error("--kill-at needs --replicas")
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    server = None if args.url else Server(ROOT / "app.py", ROOT)
-    url = args.url or server.url
-    try:
-        if not args.cold:
-            start = time.perf_counter()
-            warm_every_entry_point(url, args.warmers)
-            if server is not None:
-                server.wait_idle()
-            print(f"warmed every entry point in {time.perf_counter() - start:.0f} s")
-        classes = [one_class(url, size, args.steady, server, args.arrival, args.trainers, args.flooders)
-                   for size in sizes]
-    finally:
-        if server is not None:
-            server.stop()
-    knee = max((c["students"] for c in classes if within_targets(c)), default=0)
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "versions": {"python": platform.python_version(), "streamlit": version("streamlit"),
                      "locust": version("locust")},
-        "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against "
-                  f"{'the given URL' if args.url else 'one `streamlit run app.py` on loopback'}, "
+        "smollm_present": smollm_present(),
+    }
+    if args.stress:
+        runs, failures = stress(args)
+        result |= {"method": f"{STRESS_RUNS} classes of {STRESS_STUDENTS} back to back on one warmed `streamlit run "
+                             f"app.py`, then {STRESS_REPLICA_STUDENTS} over two warmed replicas behind HAProxy with "
+                             f"r1 killed (SIGKILL) {KILL_AT_S:.0f} s into the class and started again as `python -m "
+                             f"serve` does; {METHOD.format(arrival=args.arrival, steady=args.steady)}. Errors are "
+                             f"split into exceptions on the page and dropped or unfinished runs (a killed replica's "
+                             f"students lose their connection and open their page again through the proxy); the "
+                             f"servers' logs are counted line by line",
+                   "targets": {"page_exceptions": 0, **{f"log_{name}": 0 for name in LOG_MARKERS}},
+                   **runs}
+        for name, run in runs.items():
+            print(f"{name}: exceptions on the page per class {[page_exceptions(c) for c in run['classes']]}; "
+                  f"server log {run['server_log']}")
+        return finish("class_size_stress", result, failures)
+    run = serve_and_run(args, sizes, args.replicas)
+    classes = run["classes"]
+    knee = max((c["students"] for c in classes if within_targets(c)), default=0)
+    served = (f"{args.replicas} replicas behind HAProxy" if args.replicas else
+              "the given URL" if args.url else "one `streamlit run app.py` on loopback")
+    result |= {
+        "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against {served}, "
                   f"{'met cold, as soon as its port opened' if args.cold else 'warmed first'}; "
-                  f"each class arrives over {args.arrival:.0f} s, opening a tour stop or a page's default view, "
-                  f"then for {args.steady:.0f} s every student sets one slider, select box or toggle to another "
-                  f"random valid value after an exponential think time of mean {THINK_MEAN_S:.0f} s",
-        "targets": TARGETS, "smollm_present": smollm_present(), "classes": classes,
-        "largest_class_within_1s_p95": knee,
+                  + METHOD.format(arrival=args.arrival, steady=args.steady),
+        "targets": TARGETS, **run, "largest_class_within_1s_p95": knee,
     }
     print(f"largest class with change p95 <= {TARGETS['change_p95_s']} s and no errors: {knee}")
     if args.trainers:  # issue 28: 30 press Train while 30 move controls; movers p95 <= 1 s, every training right

@@ -308,9 +308,10 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
         changed = _merged(env, "change")
         by_page = sorted(((name, percentiles(entry)) for (name, method), entry in env.stats.entries.items()
                           if method == "change"), key=lambda item: -item[1].get("p95_s", 0))
-        errors = Counter()  # Locust keeps one entry per page and error: summed per error
+        errors, errors_by_kind = Counter(), Counter()  # Locust keeps one entry per page and error: summed
         for entry in env.stats.errors.values():
             errors[str(entry.error)[:160]] += entry.occurrences
+            errors_by_kind[entry.method] += entry.occurrences
         with_class_mb = server.rss_mb() if server is not None else None
         in_class = len(sampler.samples)
         runner.quit()
@@ -333,7 +334,7 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
               "change_by_page": dict(by_page),  # where the slowest changes are, slowest p95 first
               "slowest_changes": sorted(steady, key=lambda c: -c["seconds"])[:max(5, size // 5)],
               "changes_over_1s_by_second": dict(sorted(slow_by_second.items())),
-              "errors": dict(errors),
+              "errors": dict(errors), "errors_by_kind": dict(errors_by_kind),  # open, change, reopen, ...
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),
                   "trained": trained_models(models)} if trainers else {}),
@@ -398,8 +399,13 @@ class Served:
         uncaught script errors, those the pages' boundary caught (ui/boundary.py), SystemError (the parser's)."""
         logs = self.ended_logs + [server.output() for server in self.processes()]
         lines = [line for log in logs for line in log.splitlines()]
-        return {"processes": len(logs), "lines": len(lines),
-                **{name: sum(marker in line for line in lines) for name, marker in LOG_MARKERS.items()}}
+        counted = {"processes": len(logs), "lines": len(lines),
+                   **{name: sum(marker in line for line in lines) for name, marker in LOG_MARKERS.items()}}
+        if self.replicas is not None:  # HAProxy's own: each time its health checks took a replica out or back
+            proxy = self.replicas.proxy.output().splitlines()
+            counted["proxy"] = {"marked_down": [line for line in proxy if " is DOWN" in line],
+                                "marked_up": sum(" is UP" in line for line in proxy)}
+        return counted
 
     def stop(self) -> None:
         if self.replicas is not None:

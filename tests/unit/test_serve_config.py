@@ -28,7 +28,8 @@ def test_the_configuration_is_cookie_sticky_health_checked_and_redispatches():
     assert "option redispatch" in config and "retries 2" in config
     assert "mode http" in config  # websocket upgrades seen and tunnelled
     assert "timeout tunnel 1h" in config
-    assert "default-server check inter 2s fall 2 rise 2 on-marked-down shutdown-sessions" in config
+    assert "default-server check inter 2s fall 3 rise 2 on-marked-down shutdown-sessions" in config
+    assert "timeout check 10s" in config  # a replica busy with a class is slow, not down
     assert config[-2:] == ["server r1 127.0.0.1:40001 cookie r1", "server r2 127.0.0.1:40002 cookie r2"]
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import finish, memory_targets, smollm_present  # noqa: E402
+from ui.boundary import NOTICE  # noqa: E402
 from ui.catalog import PAGES  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -138,7 +139,8 @@ async def visit(browser, url: str) -> dict:
         await tab.wait_for_selector(IDLE, timeout=VISIT_S * 1000)
         await tab.wait_for_function(DRAWN, timeout=VISIT_S * 1000)
         seconds = time.perf_counter() - start
-        exceptions = await tab.locator("[data-testid='stException']").all_inner_texts()
+        exceptions = (await tab.locator("[data-testid='stException']").all_inner_texts()
+                      + await tab.get_by_text(NOTICE).all_inner_texts())  # the ones the page's boundary caught
         return {"seconds": seconds, "exceptions": exceptions, "failed": None}
     except Exception as error:  # a timeout or a closed page: the visit failed, the run goes on
         return {"seconds": time.perf_counter() - start, "exceptions": [], "failed": str(error).splitlines()[0]}

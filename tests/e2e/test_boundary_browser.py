@@ -49,7 +49,7 @@ def test_a_broken_page_stays_one_page_for_one_student(browser, broken_server):
         assert blocking(axe_violations(student)) == []
         screenshot(student, "boundary_notice")
 
-        open_url(other, "/rope")  # another student, meanwhile
+        open_url(other, "/kernel_regression")  # another student, meanwhile
         assert_clean(other)
 
         again = student.get_by_role("button", name=boundary.AGAIN)
@@ -62,7 +62,7 @@ def test_a_broken_page_stays_one_page_for_one_student(browser, broken_server):
 
         go(student, "/skipgram_pairs")  # the same student, on another page
         assert_clean(student)
-        go(other, "/kv_cache")
+        go(other, "/kernel_regression?h=0.8")
         assert_clean(other)
     finally:
         student.context.close()

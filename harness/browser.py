@@ -1,0 +1,152 @@
+"""The real app driven in Debian's chromium the way Streamlit's own e2e tests drive it: open a page, wait until
+the run it caused has finished and the app is idle, take a screenshot. The browser tests (tests/e2e/conftest.py)
+and the benchmarks (screenshots, accessibility) use these; harness.arrival has the async visits of a class.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from ui.boundary import NOTICE
+
+CHROMIUM = "/usr/bin/chromium"
+# no sandbox as root, no background traffic to a closed network
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"  # as Streamlit's own e2e tests wait
+# Streamlit loads most elements' code on first use (React.lazy) and shows a skeleton meanwhile: a run can have
+# finished while a tab's first button is still a skeleton (under load, 3 first visits in 12 of a tour's page)
+DRAWN = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
+
+VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
+RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """Headless chromium from Debian (playwright's own browser download is not used), closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class RunCounter:
+    """Counts the app's finished script runs in one tab from the server's own messages (a ForwardMsg
+    `script_finished`, read off the websocket), so a caller waits for the run its action caused instead of
+    guessing with a pause. stApp's data-test-script-state cannot tell: React can commit running and
+    notRunning in one render, and a fast run never shows as running."""
+
+    def __init__(self, tab):
+        self.finished = 0
+        self.settled = 0
+        tab.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if isinstance(payload, str):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(payload)
+        except DecodeError:
+            return
+        if message.WhichOneof("type") == "script_finished" and \
+                message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:  # the rerun that replaced it counts
+            self.finished += 1
+
+
+def new_tab(browser, app_url: str, **context_options):
+    """A tab in a fresh context (own cookies, own Streamlit session) that counts the app's runs."""
+    context = browser.new_context(base_url=app_url, **{"viewport": VIEWPORT} | context_options)
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    tab.runs = RunCounter(tab)  # settle reads it from here
+    return tab
+
+
+def settle(tab) -> None:
+    """Wait until a script run has finished since the last settle (the action before this one caused it), the
+    browser has drawn what it sent (two animation frames, no element still waiting for its code), and the app
+    is idle, as Streamlit's own e2e tests wait. How fast a page is belongs to the benchmarks; here a slow run
+    under load only waits longer."""
+    runs = tab.runs
+    deadline = time.monotonic() + RUN_S
+    while runs.finished <= runs.settled:
+        assert time.monotonic() < deadline, f"no script run finished within {RUN_S} s on {tab.url}"
+        tab.wait_for_timeout(20)  # lets playwright deliver the websocket's frames to the counter
+    tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
+    tab.wait_for_function(DRAWN, timeout=RUN_S * 1000)
+    runs.settled = runs.finished
+
+
+def open_url(tab, path: str) -> None:
+    tab.goto(path)
+    settle(tab)
+
+
+# what Back and Forward do: the URL changes in place and Streamlit asks the server for that page and query string
+GO = "path => { history.pushState(null, '', path); dispatchEvent(new PopStateEvent('popstate')); }"
+
+
+def go(tab, path: str) -> None:
+    """Open path (a page and its query string) in a tab that already holds the app, as Back and Forward move
+    between pages: the server runs it as it runs a pasted link. A fresh load costs chromium about 5 s of CPU
+    (Streamlit's code, then plotly's and KaTeX's at their first use), a move in place a few hundred ms."""
+    tab.evaluate(GO, path)
+    settle(tab)
+
+
+def assert_no_exception(tab) -> None:
+    errors = tab.locator("[data-testid='stException']")
+    assert errors.count() == 0, f"exception on {tab.url}:\n{errors.first.inner_text()}"
+    traceback = tab.get_by_text("Traceback")
+    assert traceback.count() == 0, f"'Traceback' on {tab.url}:\n{traceback.first.inner_text()[:2000]}"
+    caught = tab.get_by_text(NOTICE)  # an exception the page's boundary caught: its traceback is in the server's log
+    assert caught.count() == 0, f"the page's boundary caught an exception on {tab.url}"
+
+
+def assert_clean(tab, expected_warnings: tuple[str, ...] = ()) -> None:
+    """No exception, no st.error, and no warning other than ones containing an expected text."""
+    assert_no_exception(tab)
+    errors = tab.locator("[data-testid='stAlertContentError']").all_inner_texts()
+    assert not errors, f"st.error on {tab.url}: {errors}"
+    warnings = tab.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
+    unexpected = [w for w in warnings if not any(e in w for e in expected_warnings)]
+    assert not unexpected, f"unexpected warning on {tab.url}: {unexpected}"
+
+
+def wait_for_plots(tab) -> None:
+    """Plotly mounts lazily after the script finished: wait for the first chart to draw."""
+    tab.locator("[data-testid='stPlotlyChart'] .js-plotly-plot, .js-plotly-plot").first.wait_for(timeout=20_000)
+
+
+def save_screenshot(tab, path: Path, whole_page: bool = True) -> None:
+    """The whole page into path (PNG), or only the window's first screen. Streamlit scrolls inside `stMain`,
+    not the document, so `full_page` alone stops at the fold: grow the window to the content's height for the
+    shot, then put it back."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not whole_page:
+        tab.screenshot(path=str(path))
+        return
+    viewport = tab.viewport_size
+    height = viewport["height"]
+    for _ in range(3):  # content can reflow once the window is taller
+        needed = tab.evaluate("() => Math.max(...['stMain', 'stSidebarContent'].map(id => "
+                              "document.querySelector(`[data-testid='${id}']`)?.scrollHeight ?? 0))")
+        if needed <= height:
+            break
+        height = min(int(needed) + 8, 16_000)
+        tab.set_viewport_size({"width": viewport["width"], "height": height})
+        tab.wait_for_timeout(300)
+    tab.screenshot(path=str(path), full_page=True)
+    tab.set_viewport_size(viewport)

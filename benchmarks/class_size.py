@@ -17,33 +17,32 @@ Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60]
 """
 from __future__ import annotations
 
+import argparse
+import itertools
+import os
+import platform
+import random
+import signal
+import statistics
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+
+import gevent
 from locust import User, task  # first: gevent patches sockets before anything opens one
 from locust.env import Environment
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import random  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
-from datetime import datetime, timezone  # noqa: E402
-from importlib.metadata import version  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import gevent  # noqa: E402
+from benchmarks import finish, smollm_present
+from benchmarks.protocol import RunFailed, Session
+from serve.process import CLK_TCK, Server, free_port
+from serve.replicas import Replicas
+from ui.catalog import PAGES
+from ui.tours import TOURS, stop_params
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import finish, smollm_present  # noqa: E402
-from benchmarks.load import CLK_TCK, Server, free_port  # noqa: E402
-from benchmarks.protocol import RunFailed, Session  # noqa: E402
-from serve.replicas import Replicas  # noqa: E402
-from ui.catalog import PAGES  # noqa: E402
-from ui.tours import TOURS, stop_params  # noqa: E402
 
 THINK_MEAN_S = 10.0
 ARRIVAL_S = 60  # the class opens the link within a minute

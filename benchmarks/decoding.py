@@ -11,25 +11,21 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 import time
 from datetime import datetime, timezone
 from importlib.metadata import version
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper  # noqa: E402
-from engine.decoding.search import search  # noqa: E402
-from engine.seq2seq.model import load_seq2seq  # noqa: E402
-from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ  # noqa: E402
-from engine.transformer.model import load_checkpoint  # noqa: E402
-from engine.transformer.text import CharVocab  # noqa: E402
-from engine.transformer.train import CHECKPOINTS as LM  # noqa: E402
-from ui import figures  # noqa: E402  (plotly only: no streamlit call is made)
+from benchmarks import write_result
+from engine.decoding.models import LanguageModelStepper, Seq2SeqStepper
+from engine.decoding.search import search
+from engine.seq2seq.model import load_seq2seq
+from engine.seq2seq.train import CHECKPOINTS as SEQ2SEQ
+from engine.transformer.model import load_checkpoint
+from engine.transformer.text import CharVocab
+from engine.transformer.train import CHECKPOINTS as LM
+from ui import figures  # plotly only: no streamlit call is made
 
 REPEATS = 5
 

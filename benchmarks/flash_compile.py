@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from benchmarks import write_result
 from benchmarks.flash import launches
 from engine.efficiency import compiled, records

@@ -17,16 +17,13 @@ import threading
 import time
 from datetime import datetime, timezone
 from importlib.metadata import version
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from engine.transformer import sampler  # noqa: E402
-from engine.transformer.model import generate, load_checkpoint  # noqa: E402
-from engine.transformer.train import CHECKPOINTS  # noqa: E402
+from benchmarks import write_result
+from engine.transformer import sampler
+from engine.transformer.model import generate, load_checkpoint
+from engine.transformer.train import CHECKPOINTS
 
 CHARACTERS = 60
 BUSY_THREADS = 2

@@ -46,16 +46,15 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import finish
+from benchmarks.transformer import shown, summary
+from engine.efficiency.measure import time_interleaved, torch_threads
+from engine.llm.batching import MAX_SEQUENCES, MAX_TOKENS, DecodeBatch, Request, cache_bytes_per_token, time_batch_sizes
+from engine.llm.generation import prompt_ids, stream
+from engine.llm.serving import BatchServer
+from engine.llm.smollm import load
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import finish  # noqa: E402
-from benchmarks.transformer import shown, summary  # noqa: E402
-from engine.efficiency.measure import time_interleaved, torch_threads  # noqa: E402
-from engine.llm.batching import (MAX_SEQUENCES, MAX_TOKENS, DecodeBatch, Request, cache_bytes_per_token,  # noqa: E402
-                                  time_batch_sizes)
-from engine.llm.generation import prompt_ids, stream  # noqa: E402
-from engine.llm.serving import BatchServer  # noqa: E402
-from engine.llm.smollm import load  # noqa: E402
 
 PROMPT = "What is the capital of France?"
 AGREEMENT_TOKENS = 32

@@ -15,18 +15,17 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from pathlib import Path
-
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from benchmarks import finish, memory_targets, smollm_present
+from ui.boundary import NOTICE
+from ui.catalog import PAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import finish, memory_targets, smollm_present  # noqa: E402
-from ui.boundary import NOTICE  # noqa: E402
-from ui.catalog import PAGES  # noqa: E402
 
 RERUNS = 20
 TARGETS = {"first_render_ms": 1000, "warm_rerun_median_ms": 250, "rss_mb": 1536}

@@ -26,15 +26,16 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from benchmarks import finish
+from benchmarks.protocol import Session
+from benchmarks.stamped_server import read_stamps
+from harness.browser import chromium, new_tab, open_url, settle
+from serve.process import Server
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import finish  # noqa: E402
-from benchmarks.browser import chromium, new_tab, open_url, settle  # noqa: E402
-from benchmarks.load import Server  # noqa: E402
-from benchmarks.protocol import Session  # noqa: E402
-from benchmarks.stamped_server import read_stamps  # noqa: E402
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
 CHANGES = [("scaling", "m"), ("sinusoidal", "k"), ("rope", "seed"), ("online_softmax", "step"),
            ("kernel_regression", "h")]  # (page, the URL parameter of a slider on it)

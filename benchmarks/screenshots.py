@@ -1,5 +1,5 @@
 """The README's pictures of the app: a fresh server and Debian's chromium, driven with the browser tests' own
-helpers (benchmarks/browser.py); each page is opened, waited on until its run has finished and every chart has
+helpers (harness/browser.py); each page is opened, waited on until its run has finished and every chart has
 drawn, checked for exceptions and errors, cropped to what the picture shows and saved as a lossless WebP in
 docs/screenshots/. Needs SmolLM2's file (python -m engine.llm.files) for the neuron view.
 Usage: python -m benchmarks.screenshots
@@ -13,11 +13,11 @@ from pathlib import Path
 
 from PIL import Image
 
+from benchmarks import smollm_present
+from harness.browser import assert_clean, chromium, new_tab, open_url, save_screenshot
+from serve.process import Server
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import smollm_present  # noqa: E402
-from benchmarks.browser import assert_clean, chromium, new_tab, open_url, save_screenshot  # noqa: E402
-from benchmarks.load import Server  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 SCALE = 2  # device pixels per CSS px: sharp on high-density screens and when a reader opens a picture to zoom

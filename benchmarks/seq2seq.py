@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 import time
 from datetime import datetime, timezone
 from importlib.metadata import version
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from engine.seq2seq.decode import translate  # noqa: E402
-from engine.seq2seq.model import load_seq2seq  # noqa: E402
-from engine.seq2seq.pointer_network import load_pointer_network  # noqa: E402
-from engine.seq2seq.train import CHECKPOINTS, RUNS  # noqa: E402
+from benchmarks import write_result
+from engine.seq2seq.decode import translate
+from engine.seq2seq.model import load_seq2seq
+from engine.seq2seq.pointer_network import load_pointer_network
+from engine.seq2seq.train import CHECKPOINTS, RUNS
 
 INPUTS = {"dates": "on wednesday, the 23rd of november, 2026", "names": "email quaventoro on the 23rd of nov 2026"}
 

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import platform
 import statistics
-import sys
 from datetime import datetime, timezone
 from importlib.metadata import version
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from engine.transformer.kv_cache import time_generation_steps  # noqa: E402
-from engine.transformer.model import load_checkpoint  # noqa: E402
-from engine.transformer.train import CHECKPOINTS  # noqa: E402
-from engine.transformer.variants import VARIANTS, build_variant, decode_step_timings  # noqa: E402
+from benchmarks import write_result
+from engine.transformer.kv_cache import time_generation_steps
+from engine.transformer.model import load_checkpoint
+from engine.transformer.train import CHECKPOINTS
+from engine.transformer.variants import VARIANTS, build_variant, decode_step_timings
 
 CONTEXTS = (64, 256, 512)
 NEW_TOKENS = 32  # generated at the end of each context; a round's time is all of their steps

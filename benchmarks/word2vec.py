@@ -30,21 +30,21 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import finish
+from engine.embeddings import fasttext
+from engine.embeddings.cooccurrence import cooccurrence, cooccurrence_by_dictionary
+from engine.embeddings.corpus import Vocab, load_corpus
+from engine.embeddings.evaluation import scores
+from engine.embeddings.glove import load_glove
+from engine.embeddings.glove_training import GloVeConfig
+from engine.embeddings.glove_training import train as train_glove
+from engine.embeddings.projection import TSNEConfig, tsne
+from engine.embeddings.train import WIKI, gensim_word2vec, quality
+from engine.embeddings.train_fasttext import CONFIG as FASTTEXT
+from engine.embeddings.vectors import WordVectors
+from engine.embeddings.word2vec import train
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import finish  # noqa: E402
-from engine.embeddings import fasttext  # noqa: E402
-from engine.embeddings.cooccurrence import cooccurrence, cooccurrence_by_dictionary  # noqa: E402
-from engine.embeddings.corpus import Vocab, load_corpus  # noqa: E402
-from engine.embeddings.evaluation import scores  # noqa: E402
-from engine.embeddings.glove import load_glove  # noqa: E402
-from engine.embeddings.glove_training import GloVeConfig  # noqa: E402
-from engine.embeddings.glove_training import train as train_glove  # noqa: E402
-from engine.embeddings.projection import TSNEConfig, tsne  # noqa: E402
-from engine.embeddings.train import WIKI, gensim_word2vec, quality  # noqa: E402
-from engine.embeddings.train_fasttext import CONFIG as FASTTEXT  # noqa: E402
-from engine.embeddings.vectors import WordVectors  # noqa: E402
-from engine.embeddings.word2vec import train  # noqa: E402
 
 EPOCHS = 10  # the shipped checkpoints' setting; at 5 the analogy scores (about 60 right of 3,822) are mostly noise
 REPEATS = 2  # each side trains twice, alternating, and keeps its faster time: a busy moment hits one run, not a side

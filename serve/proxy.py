@@ -2,21 +2,18 @@
 foreground in its own process group, and HAProxy's runtime API on a unix socket."""
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import string
 import subprocess
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from serve.process import stop_group, wait_started
 
 HAPROXY = "/usr/sbin/haproxy"  # Debian's haproxy package (2.6 on Debian 12)
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
 BACKEND = "replicas"  # the template's backend, as the runtime API names it
 DEBIAN_ADMIN_SOCKET = "/run/haproxy/admin.sock"  # where Debian's own haproxy.cfg puts it
-HEALTH = "/_stcore/health"  # Streamlit answers 200 "ok" once its runtime is up
 START_S = 30
 
 
@@ -31,39 +28,6 @@ def render(bind: str, addresses: list[str], admin_socket: str = DEBIAN_ADMIN_SOC
     servers = "\n".join(f"    server {replica_name(i)} {address} cookie {replica_name(i)}"
                         for i, address in enumerate(addresses))
     return string.Template(TEMPLATE.read_text()).substitute(bind=bind, servers=servers, admin_socket=admin_socket)
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + HEALTH, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def wait_started(process, url: str, seconds: float) -> None:
-    """Until `url` answers its health check. `process` is a Proxy or a benchmarks.load.Server (`proc`, `output()`,
-    `stop()`); if it exits or the time is up, it is stopped and a RuntimeError ends with what it printed."""
-    deadline = time.monotonic() + seconds
-    while not healthy(url):
-        if process.proc.poll() is not None or time.monotonic() > deadline:
-            output = process.output()
-            process.stop()
-            raise RuntimeError(f"{url}{HEALTH} did not answer 200 (in {seconds:.0f} s, or before the process "
-                               f"exited); it printed:\n{output[-3000:]}")
-        time.sleep(0.3)
-
-
-def stop_group(proc: subprocess.Popen, seconds: float = 15) -> None:
-    """SIGTERM to the process group `proc` leads, SIGKILL if it is still there after `seconds`."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
 
 
 class Proxy:

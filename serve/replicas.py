@@ -1,4 +1,4 @@
-"""N replicas of the app, each `streamlit run app.py` on its own loopback port (benchmarks.load.Server: its own
+"""N replicas of the app, each `streamlit run app.py` on its own loopback port (serve.process.Server: its own
 process group, its output in a file), behind one HAProxy."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self
 
-from benchmarks.load import BOOT_S, Server
-from serve.proxy import BACKEND, Proxy, replica_name, wait_started
+from serve.process import BOOT_S, Server, wait_started
+from serve.proxy import BACKEND, Proxy, replica_name
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import Server
 from benchmarks.protocol import Session
+from serve.process import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 The fixtures are module-scoped: each browser-test module starts one app and one browser and kills both at its
 end (one server for all modules left a page running for good after other modules' tests twice in five
-runs). The helpers live in benchmarks/browser.py, shared with the README's pictures (benchmarks.screenshots), and
+runs). The helpers live in harness/browser.py, shared with the README's pictures (benchmarks.screenshots), and
 wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.browser import (  # noqa: F401 (the browser-test modules import these from here)
+from harness.browser import (  # noqa: F401 (the browser-test modules import these from here)
+    CHROMIUM,
     assert_clean,
     assert_no_exception,
     chromium,
@@ -24,7 +25,7 @@ from benchmarks.browser import (  # noqa: F401 (the browser-test modules import 
     settle,
     wait_for_plots,
 )
-from benchmarks.load import CHROMIUM, Server
+from serve.process import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_CHROMIUM = Path(CHROMIUM).exists()

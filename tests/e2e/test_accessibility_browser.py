@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.accessibility import (
+from harness.accessibility import (
     axe_violations,
     blocking,
     text_past_the_edge,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.accessibility import axe_violations, blocking
-from benchmarks.load import Server
+from harness.accessibility import axe_violations, blocking
+from serve.process import Server
 from tests.e2e.broken_server import BROKEN
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from benchmarks.accessibility import (
+from harness.accessibility import (
     axe_violations,
     blocking,
     low_contrast_chart_text,

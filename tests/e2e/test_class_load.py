@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from benchmarks.load import CHROMIUM, CHROMIUM_ARGS, HEAVY, class_arrives
+from harness.arrival import HEAVY, class_arrives
+from harness.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM
 
 pytestmark = pytest.mark.e2e

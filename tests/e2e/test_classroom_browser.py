@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from benchmarks.accessibility import axe_violations, blocking
+from harness.accessibility import axe_violations, blocking
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from benchmarks.accessibility import axe_violations, blocking
+from harness.accessibility import axe_violations, blocking
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,

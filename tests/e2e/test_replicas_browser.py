@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, urlparse
 
 import pytest
 
-from benchmarks.load import IDLE, free_port
+from harness.browser import IDLE
+from serve.process import free_port
 from serve.proxy import BACKEND, HAPROXY
 from serve.replicas import Replicas
 from tests.e2e.conftest import (

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import Server
 from benchmarks.protocol import RunFailed, Session
+from serve.process import Server
 
 SMALL_APP = '''import streamlit as st
 st.title("Small")

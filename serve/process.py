@@ -1,0 +1,113 @@
+"""A Streamlit server as a process: started on a loopback port in its own process group with its output in a file,
+waited on until it answers, measured (CPU, memory) and stopped. `python -m serve`'s replicas, the benchmarks and the
+tests all start their servers through this."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HEALTH = "/_stcore/health"  # Streamlit answers 200 "ok" once its runtime is up
+BOOT_S = 60  # a cold start: imports, then the port opens
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + HEALTH, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_started(process, url: str, seconds: float) -> None:
+    """Until `url` answers its health check. `process` is a Server or a serve.proxy.Proxy (`proc`, `output()`,
+    `stop()`); if it exits or the time is up, it is stopped and a RuntimeError ends with what it printed."""
+    deadline = time.monotonic() + seconds
+    while not healthy(url):
+        if process.proc.poll() is not None or time.monotonic() > deadline:
+            output = process.output()
+            process.stop()
+            raise RuntimeError(f"{url}{HEALTH} did not answer 200 (in {seconds:.0f} s, or before the process "
+                               f"exited); it printed:\n{output[-3000:]}")
+        time.sleep(0.3)
+
+
+def stop_group(proc: subprocess.Popen, seconds: float = 15) -> None:
+    """SIGTERM to the process group `proc` leads, SIGKILL if it is still there after `seconds`."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+class Server:
+    """`streamlit run <script>` on a loopback port in its own process group, its output in a file; returned once
+    the port is open (its runtime may still be starting: `wait_started` waits for the health check). `launcher`
+    is the module run as `python -m` (benchmarks.stamped_server adds the server's clock on each run)."""
+
+    def __init__(self, script: Path, cwd: Path, launcher: str = "streamlit"):
+        self.port = free_port()
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + BOOT_S
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    output = self.output()[-3000:]
+                    self.stop()
+                    raise RuntimeError(f"streamlit did not open port {self.port} within {BOOT_S} s:\n{output}")
+                time.sleep(0.3)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def cpu_s(self) -> float:
+        """User plus system CPU of the server process, all its threads, in seconds."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def wait_idle(self, cores: float = 0.05, window_s: float = 3.0, limit_s: float = 600.0) -> float:
+        """Wait until the server uses under `cores` over a whole window (its start-up thread has computed the
+        default views, ui/defaults.py); the seconds waited."""
+        start = time.monotonic()
+        while time.monotonic() - start < limit_s:
+            before = self.cpu_s()
+            time.sleep(window_s)
+            if (self.cpu_s() - before) / window_s < cores:
+                break
+        return time.monotonic() - start
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        stop_group(self.proc)
+        self.log.close()

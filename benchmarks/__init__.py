@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError
-from engine.efficiency.records import RESULTS  # where the app reads recorded results
 from engine.llm import files
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"  # what the app reads recorded results from (ui.loaders.RESULTS)
 RSS_WITH_SMOLLM_MB = 2048  # issue 13: the whole app with SmolLM2's 135M float32 weights loaded
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import streamlit as st
 
@@ -20,11 +19,11 @@ from engine.llm.batching import BatchTiming, Request, time_batch_sizes
 from engine.llm.generation import MAX_NEW_TOKENS, Generated
 from engine.llm.serving import BatchServer, Ticket
 from engine.llm.smollm import SmolLM
-from ui import figures, queued
+from engine.waiting_line import State
+from ui import figures, loaders, queued, settings
 from ui.jobs import JobQueue, ordinal, place_text
 from ui.measured import shared_timing
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "llm.json"
 SIZES = (1, 2, 4, 8, 16, 32)
 TIMED_STEPS = 5
 DRAIN_S = MAX_NEW_TOKENS * 0.25  # a full batch's step is about 0.2 s on one core
@@ -46,7 +45,7 @@ class _InTheLine:
     def waiting_place(self) -> str | None:
         """ "2nd in line…" while the loop's job waits for the line, else None."""
         job = self.job
-        if job is None or job.state != "queued":
+        if job is None or job.state is not State.WAITING:
             return None
         return place_text(*self.queue.place(job))
 
@@ -58,14 +57,15 @@ def _line() -> _InTheLine:
 
 @st.cache_resource(show_spinner=False)
 def batch_server(_lm: SmolLM) -> BatchServer:
-    """The server's one batch of SmolLM2 generations (one model, so `_lm` is left out of the key)."""
-    return BatchServer(_lm, start=_line())
+    """The server's one batch of SmolLM2 generations (one model, so `_lm` is left out of the key), its caps from the
+    server's settings."""
+    return BatchServer(_lm, max_tokens=settings.current().batch_tokens, max_waiting=settings.current().queue,
+                       start=_line())
 
 
-def request_of(settings: tuple) -> Request:
-    """The SmolLM2 page's settings (ids, temperature, top-k, top-p, new tokens, seed); 0 and 1 turn filters off."""
-    ids, temperature, top_k, top_p, n_new, seed = settings
-    return Request(tuple(ids), n_new, temperature, top_k or None, None if top_p >= 1 else top_p, seed)
+def request_of(ids: list[int], temperature: float, top_k: int, top_p: float, new_tokens: int, seed: int) -> Request:
+    """The SmolLM2 page's controls as the request the batch takes: a top-k of 0 and a top-p of 1 turn them off."""
+    return Request(tuple(ids), new_tokens, temperature, top_k or None, None if top_p >= 1 else top_p, seed)
 
 
 def together_text(server: BatchServer) -> str:
@@ -86,18 +86,18 @@ def _status(server: BatchServer, ticket: Ticket) -> tuple[float, str]:
         return 0.0, (f"{ordinal(place)} in line for the batch ({cap}{batch.tokens_held:,} tokens held by "
                      f"{server.decoding} generations). Changing a control leaves the line.")
     n, most = len(ticket.steps), ticket.request.max_new_tokens
-    others = server.decoding - (ticket.state == "decoding")  # while its prompt is read, it is not counted yet
+    others = server.decoding - ticket.decoding  # while its prompt is read, it is not counted yet
     company = f"in one batch with {others} other generation{'s' * (others != 1)}" if others > 0 else "alone"
     return n / most, f"Generating {company}: token {n} of at most {most}"
 
 
-def generate(lm: SmolLM, settings: tuple, show: Callable[[list[Generated]], None],
+def generate(lm: SmolLM, request: Request, show: Callable[[list[Generated]], None],
              count: Callable[[str], None]) -> list[Generated]:
-    """The page's settings generated in the server's batch: show(tokens so far) as they come, count(how many the
+    """The page's request generated in the server's batch: show(tokens so far) as they come, count(how many the
     batch decodes) at every redraw; the tokens once done. Refused settings raise InputError for page.guard."""
     server, session = batch_server(lm), queued.this_session()
     bar, shown, first = st.empty(), -1, True  # before submitting: drawing it is where a left session's run ends
-    ticket = server.submit(request_of(settings), session)
+    ticket = server.submit(request, session)
     try:
         while not ticket.done.wait(0 if first else queued.TICK):
             first = False
@@ -110,7 +110,7 @@ def generate(lm: SmolLM, settings: tuple, show: Callable[[list[Generated]], None
     finally:
         server.cancel(ticket, session)
     bar.empty()
-    if ticket.state == "failed":  # e.g. the server's line was full when the batch had to start again
+    if ticket.state is State.FAILED:  # e.g. the server's line was full when the batch had to start again
         queued.raise_failure(ticket.error, "Generating")
     return list(ticket.steps)
 
@@ -120,7 +120,7 @@ def _committed() -> tuple[list[BatchTiming], str] | None:
     """The batch sizes benchmarks/llm.py timed, with where and when, or None without that file or section: read
     once per server, not at every rerun of the Generate view."""
     try:
-        result = json.loads(RESULTS.read_text())
+        result = json.loads((loaders.RESULTS / "llm.json").read_text())
         timings = [BatchTiming(row["batch"], row["step_seconds"]) for row in result["batching"]["sizes"]]
         return timings, (f"measured {result['date'][:16].replace('T', ' ')} UTC by benchmarks/llm.py on "
                          f"{result['device']}")
@@ -154,12 +154,12 @@ def class_figure(lm: SmolLM) -> None:
         figures.show(figures.lines(sizes, {"measured": [1e3 * t.median_step for t in timings]},
                                    x_title="generations in the batch", y_title="ms between a request's tokens",
                                    height=320, title="Each request waits a little longer per token"))
-    per_token = batching.cache_bytes_per_token(lm)
+    per_token, batch = batching.cache_bytes_per_token(lm), batch_server(lm).batch
     st.caption(
         f"Timings {label}. A decode step reads all of SmolLM2's weights (540 MB in float32) to do one row of "
         "arithmetic per matrix: one request alone is bound by that read. Batched, the weights are read once per "
         "step for every request in it, so a step of many costs a few of one and yields a token for each. What the "
         f"batch cannot share is the KV cache: each request keeps its own, {per_token / 1024:.0f} KiB a token, growing "
         "with its length, and the batch's caches with the batch too (002 §2.5); this server caps them at "
-        f"{batching.MAX_TOKENS:,} tokens ({batching.MAX_TOKENS * per_token / 2**20:.0f} MiB) and "
-        f"{batching.MAX_SEQUENCES} generations, and a request past the cap waits for a place.")
+        f"{batch.max_tokens:,} tokens ({batch.max_tokens * per_token / 2**20:.0f} MiB) and "
+        f"{batch.max_sequences} generations, and a request past the cap waits for a place.")

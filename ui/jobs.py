@@ -12,11 +12,13 @@ first come first served, and their sessions show their place ("2nd in line, star
 - A job whose every waiter has left is dropped while it waits, or told to stop (report returns False) while it
   runs; the training loops already stop on that and return the model so far.
 - A job that raises hands its exception to its own waiters only; the worker goes on with the next job.
-- The line has a length bound: past it a new request is refused with a message (QueueFull); joining a job
+- The line has a length bound: past it a new request is refused with a message (LineFull); joining a job
   that already exists is never refused, since it adds no work.
 
-Pure Python, no Streamlit: ui/queued.py shows a job on a page, tests/unit/test_jobs.py drives this with fake
-jobs. One lock guards the line; no job runs while it is held.
+The line itself (merging, watchers, dropping, places, its bound) is engine/waiting_line.py's, which SmolLM2's
+batch shares; this module keeps the workers, a session's one job, and the estimates. Pure Python, no Streamlit:
+ui/queued.py shows a job on a page, tests/unit/test_jobs.py drives this with fake jobs. One lock guards the line;
+no job runs while it is held.
 """
 from __future__ import annotations
 
@@ -25,32 +27,14 @@ import itertools
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError
+from engine.waiting_line import Entry, State, WaitingLine
 
 NICENESS = 10  # workers' threads yield the CPU to sessions' script threads (Linux sets niceness per thread)
 SMOOTHING = 0.3  # weight of the newest duration in a kind's running mean: a few runs move the estimate
-
-
-def default_workers() -> int:
-    """HOW_LMS_JOBS, else one core in reserve for the sessions' own reruns: one job on a 2-core server, at most 4.
-
-    A heavy job keeps a core busy (the compiled training loops and torch release the GIL), and every session's
-    script shares the other; more jobs at once would only slow each other and the students moving controls."""
-    return int(os.environ.get("HOW_LMS_JOBS", str(min(4, max(1, (os.cpu_count() or 1) - 1)))))
-
-
-def default_waiting() -> int:
-    """HOW_LMS_QUEUE, else 64 jobs in line: at 10 s a job on one worker, the last would wait about 10 minutes."""
-    return int(os.environ.get("HOW_LMS_QUEUE", "64"))
-
-
-class QueueFull(InputError):
-    """Too many jobs already wait: the message says so and what to do (a page shows it as a notice)."""
 
 
 @dataclass(frozen=True)
@@ -63,20 +47,16 @@ class Progress:
 Report = Callable[..., bool]  # report(fraction, text="", partial=None): False once nobody waits any more
 
 
-@dataclass(eq=False)
-class Job:
+@dataclass(eq=False, kw_only=True)
+class Job(Entry):
+    """A heavy job in the line: its key is (kind, the request), its watchers the sessions waiting on it."""
     kind: str  # what sort of work ("word2vec", "generate"): durations are averaged per kind
-    key: Hashable  # the request: identical keys share one job
     work: Callable[[Report], Any]
     estimate: float | None = None  # seconds, guessed by the page until a job of this kind has finished
     averaged: bool = True  # False: its duration says nothing of the next one's (the batch's loop), its estimate does
-    waiters: set[Hashable] = field(default_factory=set)  # sessions waiting on it
-    state: str = "queued"  # queued, running, done, failed, dropped
     progress: Progress = Progress()
     result: Any = None
-    error: BaseException | None = None
     started: float | None = None
-    done: threading.Event = field(default_factory=threading.Event)  # set when finished, failed or dropped
     stop: threading.Event = field(default_factory=threading.Event)  # set when every waiter has left
 
     def report(self, fraction: float, text: str = "", partial: Any = None) -> bool:
@@ -86,14 +66,16 @@ class Job:
 
 
 class JobQueue:
-    """Jobs in order, at most `workers` running at once, at most `waiting` in line."""
+    """Jobs in order, at most `workers` running at once, at most `waiting` in line (the server's are its settings,
+    ui/settings.py)."""
 
-    def __init__(self, workers: int | None = None, waiting: int | None = None, name: str = "heavy-job"):
-        self.workers, self.waiting = workers or default_workers(), waiting or default_waiting()
+    def __init__(self, workers: int, waiting: int, name: str = "heavy-job"):
+        self.workers = workers
+        self.line: WaitingLine[Job] = WaitingLine(waiting, lambda n: (
+            f"The server already has {n} heavy jobs waiting, its limit: try again in a minute. Settings someone "
+            "else is running now share their run."))
         self._lock = threading.Condition()
-        self._line: deque[Job] = deque()  # queued jobs, first in front
         self._running: set[Job] = set()
-        self._by_key: dict[Hashable, Job] = {}  # queued and running jobs that can still be joined
         self._of_session: dict[Hashable, Job] = {}
         self._mean: dict[str, float] = {}  # running mean of finished jobs' seconds, per kind
         self._closed = False
@@ -103,21 +85,16 @@ class JobQueue:
     def submit(self, session: Hashable, kind: str, key: Hashable, work: Callable[[Report], Any],
                estimate: float | None = None, averaged: bool = True) -> Job:
         """The job for (kind, key), joined if it is queued or running, else put at the end of the line. The
-        session leaves any other job it waited on. Raises QueueFull when a new job would not fit."""
+        session leaves any other job it waited on. Raises LineFull when a new job would not fit."""
         with self._lock:
-            job = self._by_key.get((kind, key))
             earlier = self._of_session.get(session)
-            if earlier is not None and earlier is not job:
-                self._leave(session, earlier)
-            if job is None:
-                if len(self._line) >= self.waiting:
-                    raise QueueFull(f"The server already has {len(self._line)} heavy jobs waiting, its limit: try "
-                                    "again in a minute. Settings someone else is running now share their run.")
-                job = Job(kind, key, work, estimate, averaged)
-                self._line.append(job)
-                self._by_key[(kind, key)] = job
+            if earlier is not None and earlier.key != (kind, key):
+                self._leave(session, earlier)  # first: a job of its own left in line frees its place
+            queued = len(self.line)
+            job = self.line.join(session, (kind, key), lambda: Job(key=(kind, key), kind=kind, work=work,
+                                                                   estimate=estimate, averaged=averaged))
+            if len(self.line) > queued:
                 self._lock.notify()
-            job.waiters.add(session)
             self._of_session[session] = job
             return job
 
@@ -127,33 +104,22 @@ class JobQueue:
             self._leave(session, job)
 
     def _leave(self, session: Hashable, job: Job) -> None:
-        job.waiters.discard(session)
         if self._of_session.get(session) is job:
             del self._of_session[session]
-        if job.waiters or job.done.is_set():
-            return
-        if self._by_key.get((job.kind, job.key)) is job:
-            del self._by_key[(job.kind, job.key)]  # a new identical request starts afresh
-        if job.state == "queued":
-            self._line.remove(job)
-            job.state = "dropped"
-            job.done.set()
-        else:
+        if self.line.leave(session, job):  # running, and nobody waits for it any more
             job.stop.set()
 
     def place(self, job: Job) -> tuple[int, float | None]:
         """(position, seconds until it starts): 1 for the next job to start, 0 once running; the seconds are
         None until every job ahead has an estimate."""
         with self._lock:
-            if job.state != "queued":
-                return 0, 0.0
-            position = self._line.index(job) + 1
-            return position, self._start_in(position - 1)
+            position = self.line.place(job)
+            return (position, self._start_in(position - 1)) if position else (0, 0.0)
 
     def has_waiting(self) -> bool:
         """Whether any job waits in line (a long-running job can then step aside: ui/batching.py)."""
         with self._lock:
-            return bool(self._line)
+            return len(self.line) > 0
 
     def _start_in(self, ahead: int) -> float | None:
         """Each free worker takes the next job in line: when does the worker for the (ahead+1)th become free?"""
@@ -163,7 +129,7 @@ class JobQueue:
         if None in free:
             return None
         heapq.heapify(free)
-        for job in itertools.islice(self._line, ahead):
+        for job in itertools.islice(self.line, ahead):
             expected = self._expected(job)
             if expected is None:
                 return None
@@ -185,12 +151,12 @@ class JobQueue:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
         while True:
             with self._lock:
-                while not self._line and not self._closed:
+                while not len(self.line) and not self._closed:
                     self._lock.wait()
                 if self._closed:
                     return
-                job = self._line.popleft()
-                job.state, job.started = "running", time.monotonic()
+                job = self.line.take()
+                job.started = time.monotonic()
                 self._running.add(job)
             self._run(job)
 
@@ -201,25 +167,20 @@ class JobQueue:
             result, error = None, raised
         with self._lock:
             self._running.discard(job)
-            if self._by_key.get((job.kind, job.key)) is job:
-                del self._by_key[(job.kind, job.key)]
             if error is None and not job.stop.is_set() and job.averaged:  # a stopped run says nothing of a whole one
                 seconds, mean = time.monotonic() - job.started, self._mean.get(job.kind)
                 self._mean[job.kind] = seconds if mean is None else (1 - SMOOTHING) * mean + SMOOTHING * seconds
-            job.result, job.error, job.state = result, error, "done" if error is None else "failed"
-            for waiter in job.waiters:  # a finished job is nobody's any more: its waiters may never call leave
+            for waiter in job.watchers:  # a finished job is nobody's any more: its waiters may never call leave
                 if self._of_session.get(waiter) is job:
                     del self._of_session[waiter]
-        job.done.set()
+            job.result = result
+            self.line.end(job, State.DONE if error is None else State.FAILED, error)
 
     def close(self) -> None:
         """Let the workers end after the jobs they are running (for tests); jobs still in line are dropped."""
         with self._lock:
             self._closed = True
-            for job in self._line:
-                job.state = "dropped"
-                job.done.set()
-            self._line.clear()
+            self.line.drop_all()
             self._lock.notify_all()
 
 

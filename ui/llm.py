@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine.decoding.search import Pruning, SearchTree, search
 from engine.llm import generation, heads, inspection
+from engine.llm.batching import Request
 from engine.llm.smollm import SmolLM
 from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
@@ -108,8 +109,8 @@ def score(lm: SmolLM, text: str, report: Report) -> dict[tuple[str, float], gene
 
 
 @st.cache_resource(show_spinner=False)
-def generations() -> dict[tuple, list[generation.Generated]]:
-    """The SmolLM2 page's finished generations by prompt and settings, shared by the server: a class pressing
+def generations() -> dict[Request, list[generation.Generated]]:
+    """The SmolLM2 page's finished generations by request (prompt and settings), shared by the server: a class pressing
     Generate on the same settings reads the first one's answer instead of recomputing it."""
     return {}
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -28,6 +29,8 @@ from engine.transformer.objectives import SequenceClassifier
 from engine.transformer.text import CharVocab
 from engine.transformer.train import load_lm
 from ui import llm
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"  # what the benchmarks recorded
 
 
 @st.cache_resource(show_spinner="Loading the character TransformerLM…")
@@ -181,7 +184,7 @@ def word_vector_benchmark() -> dict | None:
     """benchmarks/results/word2vec.json as `python -m benchmarks.word2vec` wrote it; None when it is missing or
     holds no FastText rows (the page then says how to measure)."""
     try:
-        data = json.loads((records.RESULTS / "word2vec.json").read_text())
+        data = json.loads((RESULTS / "word2vec.json").read_text())
     except (OSError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("fasttext"), list) else None
@@ -191,11 +194,11 @@ def word_vector_benchmark() -> dict | None:
 def flash_results(machine: str) -> dict | None:
     """benchmarks/results/flash_<machine>.json ("cpu" or "gpu") as `python -m benchmarks.flash` wrote it, or
     None when nothing is recorded; a broken file raises ModelFileError with the reason."""
-    return records.load_results(records.RESULTS / f"flash_{machine}.json")
+    return records.load_results(RESULTS / f"flash_{machine}.json")
 
 
 @st.cache_data(show_spinner=False)
 def compile_record() -> dict | None:
     """benchmarks/results/flash_compile.json as `python -m benchmarks.flash_compile` wrote it, or None; a broken
     file raises ModelFileError with the reason."""
-    return records.load_compiled(records.RESULTS / "flash_compile.json")
+    return records.load_compiled(RESULTS / "flash_compile.json")

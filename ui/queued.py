@@ -17,6 +17,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from engine.checkpoint_files import ModelFileError
 from engine.errors import InputError
+from engine.waiting_line import State
+from ui import settings
 from ui.jobs import Job, JobQueue, Report, place_text
 
 TICK = 0.5  # seconds between redraws of the place or the progress
@@ -28,8 +30,8 @@ class JobFailed(RuntimeError):
 
 @st.cache_resource(show_spinner=False)
 def server_queue() -> JobQueue:
-    """The one line of heavy jobs of this server process, its bounds from HOW_LMS_JOBS and HOW_LMS_QUEUE."""
-    return JobQueue()
+    """The one line of heavy jobs of this server process, its bounds from the server's settings."""
+    return JobQueue(settings.current().jobs, settings.current().queue)
 
 
 def this_session() -> str:
@@ -43,7 +45,7 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
     its result, once done. `what` names it in messages ("Training"). While it waits the bar shows its place;
     while it runs the fraction and text of its last report, and show(partial) draws the partial result (a loss
     curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) and a missing or
-    damaged file (ModelFileError) are raised again here for page.guard and app.py; a full line raises QueueFull,
+    damaged file (ModelFileError) are raised again here for page.guard and app.py; a full line raises LineFull,
     an InputError too; any other failure raises JobFailed."""
     session = this_session()
     queue = server_queue()
@@ -111,9 +113,9 @@ def outside_a_page(kind: str, key: Hashable, work: Callable[[Report], Any], owne
 
 def outcome(job: Job, what: str) -> Any:
     """The finished job's result, or its failure raised in this session alone."""
-    if job.state == "failed":
+    if job.state is State.FAILED:
         raise_failure(job.error, what)
-    if job.state == "dropped":
+    if job.state is State.DROPPED:
         raise InputError(f"{what} was taken out of the line as the server shut it down: press the button again.")
     return job.result
 

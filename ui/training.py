@@ -17,9 +17,9 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 
 from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import UnknownWordError, WordVectors
+from engine.waiting_line import LineFull
 from ui import figures, queued
 from ui.code import Name
-from ui.jobs import QueueFull
 from ui.tables import neighbour_table
 
 
@@ -73,7 +73,7 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
             # the run may go on for another session that trains the same settings: keep a copy it cannot move
             st.session_state[key] = (settings, copy.deepcopy(latest))
         raise
-    except QueueFull:  # nothing ran: the model of an earlier run stays
+    except LineFull:  # nothing ran: the model of an earlier run stays
         raise
     except Exception:
         st.session_state.pop(key, None)

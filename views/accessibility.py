@@ -5,8 +5,8 @@ import json
 
 import streamlit as st
 
-from engine.efficiency.records import RESULTS
 from ui import figures
+from ui.loaders import RESULTS
 
 # a small chart of the KV cache page's kind, named by the same code that names every chart, so the example quoted
 # below is what a screen reader hears

@@ -102,8 +102,7 @@ with page.guard():
                             help="keep the fewest most likely tokens whose probabilities reach p")
         n_new = page.slider("New tokens at most", "new", 1, generation.MAX_NEW_TOKENS, 60, where=c4)
         seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
-        settings = (tuple(ids), temperature, top_k, top_p, n_new, seed)
-        request = batching.request_of(settings)  # 0 and 1 turn the filters off
+        request = batching.request_of(ids, temperature, top_k, top_p, n_new, seed)
         code.slow(f"Up to {n_new} tokens at about {generation.STEP_S} s each on one core of a laptop CPU")
         step_args = (lm, ids, n_new, temperature, request.top_k, request.top_p, seed)
         server = batching.batch_server(lm)
@@ -116,14 +115,14 @@ with page.guard():
                                    "once for all of them")
         count(batching.together_text(server))
         answer = st.empty()
-        if settings not in generations() and button_column.button("Generate", icon=":material/play_arrow:",
+        if request not in generations() and button_column.button("Generate", icon=":material/play_arrow:",
                                                                   type="primary", key="generate"):
-            steps = batching.generate(lm, settings, lambda steps: answer.code(
+            steps = batching.generate(lm, request, lambda steps: answer.code(
                 lm.tokenizer.decode([s.token for s in steps]) + " ▌", language=None, wrap_lines=True), count)
-            generations()[settings] = steps
+            generations()[request] = steps
             count(batching.together_text(server))
-        if settings in generations():
-            steps = code.call("steps", generation.generate, *step_args, via=lambda *_: generations()[settings],
+        if request in generations():
+            steps = code.call("steps", generation.generate, *step_args, via=lambda *_: generations()[request],
                               note="one forward pass of one token a step against the KV cache (000 §8.5)")
             code.let("answer", "lm.tokenizer.decode([s.token for s in steps])")
             code.figure('px.bar(y=[s.probability for s in steps], x=[lm.tokenizer.decode([s.token]) for s in steps], '

@@ -9,10 +9,10 @@ from dataclasses import fields
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError, git_restore
-from engine.efficiency.compiled import TARGETS, gpu_backward_launch, gpu_forward_launch, launch_of, launches_of
+from engine.efficiency.compiled import TARGETS
+from engine.efficiency.launches import gpu_backward_launch, gpu_forward_launch, kernel_launch_of, kernel_launches
 from engine.efficiency.sweep import FORWARD, FORWARD_BACKWARD, Point
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # written by benchmarks.flash
 HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
 NUMBER = (int, float)
 ROW = {"method": str, "N": int, "d": int, "causal": bool, "dtype": str, "batch": int, "heads": int,
@@ -112,7 +112,7 @@ def load_compiled(path: Path) -> dict | None:
 def default_launch_rows(record: dict, head_dim: int, causal: bool, dtype: str = "bf16") -> list[dict]:
     """The recorded rows of the launches a GPU run takes when none is asked for, at this head dim and mask, N a
     multiple of the blocks: per target, the forward, then the backward's dK, dV and dQ kernels."""
-    wanted = [launch for setting in (gpu_forward_launch(head_dim), gpu_backward_launch(head_dim))
-              for launch in launches_of(setting, head_dim, dtype, causal, True)]
-    found = {(r["target"], launch_of(r)): r for r in record["rows"]}
+    wanted = [kernel for launch in (gpu_forward_launch(head_dim), gpu_backward_launch(head_dim))
+              for kernel in kernel_launches(launch, head_dim, dtype, causal, True)]
+    found = {(r["target"], kernel_launch_of(r)): r for r in record["rows"]}
     return [found[target, launch] for target in TARGETS for launch in wanted if (target, launch) in found]

@@ -29,7 +29,6 @@ linearly with the length and the batch size).
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -48,9 +47,9 @@ from engine.positions.rope import rope_cos_sin
 from engine.transformer.model import draw_next
 
 MAX_SEQUENCES = 32  # sequences decoded together at most: a class's worth, and the benchmark's batch
-# tokens of KV cache the batch may hold: 4,096 x 45 KiB = 180 MiB in float32, 32 requests of a short chat prompt
-# and 60 new tokens with room to spare; a class of 200 already peaks at 2.4 of a hosted server's 2.7 GB
-MAX_TOKENS = int(os.environ.get("HOW_LMS_BATCH_TOKENS", "4096"))
+# tokens of KV cache the batch may hold by default (the app passes its own setting, ui/settings.py): 4,096 x 45 KiB
+# = 180 MiB in float32, 32 requests of a short chat prompt and 60 new tokens with room to spare
+MAX_TOKENS = 4096
 PREFILL_TOKENS = 2048  # prompt positions read in one forward pass at most: (9 heads, T, T) scores stay small
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from engine.efficiency.records import RESULTS
 from tests.app.conftest import assert_clean, open_page, texts
 from ui.catalog import BY_SLUG, SOURCES
+from ui.loaders import RESULTS
 from ui.tours import BY_KEY, TOURS, stop_params
 
 

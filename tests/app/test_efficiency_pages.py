@@ -137,7 +137,7 @@ def test_timing_page_times_every_method_here():
     assert_clean(at)
     assert any("Not timed in this session yet" in c.value for c in at.caption)
     assert metric(at, "Peak memory at N = 4096, naive / tiled")
-    device = records.load_results(records.RESULTS / "flash_gpu.json")["device"].split(" (")[0]  # "NVIDIA H200"
+    device = records.load_results(loaders.RESULTS / "flash_gpu.json")["device"].split(" (")[0]  # "NVIDIA H200"
     assert any(device in c.value and "triton" in c.value for c in at.caption), "benchmarks/results/flash_gpu.json"
     at.button[0].click().run()
     assert_clean(at)
@@ -157,7 +157,7 @@ def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
 
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    monkeypatch.setattr(loaders, "RESULTS", tmp_path)
     loaders.flash_results.clear()
     loaders.compile_record.clear()
     yield tmp_path
@@ -201,7 +201,7 @@ def test_timing_page_draws_the_recorded_pass_and_dtype_asked_for():
     at = open_page("attention_timing", d="128", causal="True", gpass=sweep.FORWARD_BACKWARD, gdtype="float16")
     assert_clean(at)
     table = next(t.value for t in at.dataframe if "method" in t.value)  # the recorded GPU rows
-    recorded = [r for r in records.load_results(records.RESULTS / "flash_gpu.json")["rows"]
+    recorded = [r for r in records.load_results(loaders.RESULTS / "flash_gpu.json")["rows"]
                 if r["d"] == 128 and r["causal"] and r["mode"] == sweep.FORWARD_BACKWARD and r["dtype"] == "float16"]
     assert len(table) == len(recorded) > 0
     assert sorted(table["median ms"].dropna()) == pytest.approx(sorted(r["ms"] for r in recorded if r["ms"]))
@@ -220,7 +220,7 @@ def test_the_pages_show_what_the_compiler_made_of_the_default_launches(page_name
     at = open_page(page_name, d="128", causal="True")
     assert_clean(at)
     table = compiler_table(at)
-    record = records.load_compiled(records.RESULTS / "flash_compile.json")
+    record = records.load_compiled(loaders.RESULTS / "flash_compile.json")
     rows = records.default_launch_rows(record, 128, True)
     assert list(table["GPU"]) == ["H100 (sm_90)"] * 3 + ["A100 (sm_80)"] * 3
     assert list(table["registers / thread"]) == [r["registers"] for r in rows]
@@ -237,8 +237,8 @@ def test_the_pages_show_what_the_compiler_made_of_the_default_launches(page_name
 
 
 def test_the_compiler_panel_says_when_nothing_or_something_broken_is_recorded(tmp_path, monkeypatch):
-    (tmp_path / "flash_cpu.json").write_bytes((records.RESULTS / "flash_cpu.json").read_bytes())
-    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    (tmp_path / "flash_cpu.json").write_bytes((loaders.RESULTS / "flash_cpu.json").read_bytes())
+    monkeypatch.setattr(loaders, "RESULTS", tmp_path)
     loaders.compile_record.clear()
     try:
         at = open_page("flash_attention")

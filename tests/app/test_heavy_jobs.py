@@ -39,7 +39,7 @@ def waiting(queue, sessions: int, deadline_s: float = 60) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         with queue._lock:
-            if sum(len(job.waiters) for job in queue._line) >= sessions:
+            if sum(len(job.watchers) for job in queue.line) >= sessions:
                 return
         time.sleep(0.05)
     raise AssertionError(f"fewer than {sessions} sessions reached the line")
@@ -56,7 +56,7 @@ def test_same_settings_share_one_run_and_a_failure_reaches_only_its_session(held
     threads = [press_train_in_thread(at) for at in (first, second, bad)]
     waiting(queue, 3)
     with queue._lock:
-        assert sorted(len(job.waiters) for job in queue._line) == [1, 2]  # two jobs in line, one of them shared
+        assert sorted(len(job.watchers) for job in queue.line) == [1, 2]  # two jobs in line, one of them shared
     release.set()
     for thread in threads:
         thread.join(180)
@@ -75,7 +75,7 @@ def test_a_full_line_says_so_and_keeps_the_model_trained_before(monkeypatch):
     at = open_page("word2vec_training", **SMALL_RUN)
     button(at, "Train").click().run(timeout=180)
     model = at.session_state[RESULT][1]
-    monkeypatch.setattr(server_queue(), "waiting", 0)  # no new job fits
+    monkeypatch.setattr(server_queue().line, "capacity", 0)  # no new job fits
     button(at, "Train").click().run()
     assert_clean(at)
     assert any("heavy jobs waiting" in w.value for w in at.warning), [w.value for w in at.warning]

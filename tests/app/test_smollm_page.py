@@ -60,7 +60,7 @@ def test_generate_joins_the_servers_batch_and_says_how_many_decode_together(lm):
         assert_clean(at)
         ids, _ = generation.prompt_ids(lm, "What is the capital of France?")
         assert at.code[0].value == lm.tokenizer.decode([g.token for g in generation.stream(lm, ids, 60)])
-        assert all(t.state == "decoding" for t in others.values())  # they went on beside it
+        assert all(t.decoding for t in others.values())  # they went on beside it
     finally:
         for student, ticket in others.items():
             server.cancel(ticket, student)

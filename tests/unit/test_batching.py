@@ -13,6 +13,7 @@ from engine.llm import files, generation
 from engine.llm.batching import DecodeBatch, Request, cache_bytes_per_token, time_batch_sizes
 from engine.llm.serving import BatchServer
 from engine.llm.smollm import load
+from engine.waiting_line import State
 
 pytestmark = pytest.mark.xdist_group("smollm")
 
@@ -148,7 +149,7 @@ def test_a_bad_request_is_refused_alone_and_the_batch_goes_on(lm, requests, refe
     fields = dict(ids=requests[0].ids, max_new_tokens=5) | bad
     with pytest.raises(InputError, match=message):
         server.submit(Request(**fields), "student b")
-    assert good.done.wait(60) and good.state == "done"
+    assert good.done.wait(60) and good.state is State.DONE
     assert [g.token for g in good.steps] == references[3][0]
 
 
@@ -170,7 +171,7 @@ def test_the_server_queues_past_its_caps_shares_requests_and_frees_a_cancelled_s
     second, third, fourth = (server.submit(requests[i], who) for i, who in ((1, "b"), (2, "c"), (4, "d")))
     assert [server.place(t) for t in (first, second, third, fourth)] == [1, 2, 3, 4] and len(started) == 1
     server.cancel(fourth, "d")
-    assert fourth.state == "cancelled" and server.place(third) == 3
+    assert fourth.state is State.DROPPED and server.place(third) == 3
     gate.set()
     deadline = time.monotonic() + 60
     while len(second.steps) < 2:
@@ -178,7 +179,7 @@ def test_the_server_queues_past_its_caps_shares_requests_and_frees_a_cancelled_s
     assert server.place(third) == 1 and server.decoding == 2
     server.cancel(second, "b")
     assert third.done.wait(60) and first.done.wait(60)
-    assert second.state == "cancelled" and 2 <= len(second.steps) < requests[1].max_new_tokens
+    assert second.state is State.DROPPED and 2 <= len(second.steps) < requests[1].max_new_tokens
     assert third.first_token < first.finished  # it joined in the freed slot while the first still decoded
     assert [g.token for g in third.steps] == references[2][0]
     assert [g.token for g in first.steps] == [g.token for g in generation.stream(lm, list(long.ids), 30)]
@@ -208,7 +209,7 @@ def test_a_loop_that_cannot_start_refuses_its_waiting_requests_and_the_next_one_
     assert server.waiting == 0
     full[0] = False
     ticket = server.submit(requests[3], "b")
-    assert ticket.done.wait(60) and ticket.state == "done"
+    assert ticket.done.wait(60) and ticket.state is State.DONE
 
 
 def test_a_loop_stepping_aside_for_other_work_still_serves_the_line_it_found(lm, requests, references):

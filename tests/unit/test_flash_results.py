@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from benchmarks import flash
+from benchmarks import RESULTS, flash
 from engine.checkpoint_files import ModelFileError
 from engine.efficiency import records, sweep
 from engine.efficiency.flash import naive_attention
@@ -95,7 +95,7 @@ def test_sweep_rows_fit_the_schema_and_round_trip_through_json(tmp_path):
 
 
 def test_the_recorded_results_files_fit_the_schema():
-    for path in (records.RESULTS / "flash_cpu.json", records.RESULTS / "flash_gpu.json"):
+    for path in (RESULTS / "flash_cpu.json", RESULTS / "flash_gpu.json"):
         data = records.load_results(path)
         assert data["rows"], path
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}

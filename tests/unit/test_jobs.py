@@ -9,7 +9,8 @@ import time
 import pytest
 
 from engine.errors import InputError
-from ui.jobs import JobQueue, QueueFull, ordinal, place_text
+from engine.waiting_line import LineFull, State
+from ui.jobs import JobQueue, ordinal, place_text
 
 WAIT = 5  # seconds any fake job may take to be seen started or finished: far more than it needs
 
@@ -66,7 +67,7 @@ def test_identical_requests_share_one_run(line):
     queue, log = line(workers=1), []
     gate = Gate("train", log)
     first, second = queue.submit("s1", "fake", ("w2v", 50), gate), queue.submit("s2", "fake", ("w2v", 50), gate)
-    assert first is second and first.waiters == {"s1", "s2"}
+    assert first is second and first.watchers == {"s1", "s2"}
     gate.release.set()
     assert finished(first).result == "train" and log == ["train"]
     other = queue.submit("s3", "fake", ("w2v", 50), Gate("again", log))  # after it finished: a new run
@@ -79,13 +80,13 @@ def test_the_bound_on_running_jobs_holds(line):
     jobs = [queue.submit(f"s{i}", "fake", i, gate) for i, gate in enumerate(gates)]
     assert gates[0].started.wait(WAIT) and gates[1].started.wait(WAIT)
     time.sleep(0.1)  # room for a third worker, were there one
-    assert [job.state for job in jobs] == ["running", "running", "queued", "queued", "queued"]
+    assert [job.state for job in jobs] == [State.RUNNING] * 2 + [State.WAITING] * 3
     gates[0].release.set()
     assert gates[2].started.wait(WAIT)
-    assert sum(job.state == "running" for job in jobs) == 2
+    assert sum(job.state is State.RUNNING for job in jobs) == 2
     for gate in gates:
         gate.release.set()
-    assert all(finished(job).state == "done" for job in jobs)
+    assert all(finished(job).state is State.DONE for job in jobs)
 
 
 def test_a_session_that_leaves_drops_its_queued_job(line):
@@ -94,7 +95,7 @@ def test_a_session_that_leaves_drops_its_queued_job(line):
     queue.submit("s1", "fake", "blocker", blocker)
     job = queue.submit("s2", "fake", "waiting", waiting)
     queue.leave("s2", job)
-    assert job.done.is_set() and job.state == "dropped"
+    assert job.done.is_set() and job.state is State.DROPPED
     blocker.release.set()
     time.sleep(0.1)
     assert log == ["blocker"]  # the dropped job never ran
@@ -122,7 +123,7 @@ def test_one_session_holds_one_job_asking_again_replaces_it(line):
     assert blocker.started.wait(WAIT)
     first = queue.submit("s1", "fake", "first", Gate("first", log))
     second = queue.submit("s1", "fake", "second", Gate("second", log))
-    assert first.state == "dropped" and second.state == "queued"
+    assert first.state is State.DROPPED and second.state is State.WAITING
     assert queue.place(second)[0] == 1  # the dropped job left its place
     blocker.release.set()
     second.work.release.set()
@@ -138,8 +139,8 @@ def test_a_failure_reaches_only_its_own_waiters(line):
     fine = queue.submit("s3", "fake", "good", good)
     bad.release.set()
     good.release.set()
-    assert finished(failing).state == "failed" and str(failing.error) == "boom"
-    assert finished(fine).state == "done" and fine.error is None and fine.result == "good"  # the worker went on
+    assert finished(failing).state is State.FAILED and str(failing.error) == "boom"
+    assert finished(fine).state is State.DONE and fine.error is None and fine.result == "good"  # the worker went on
 
 
 def test_a_full_line_refuses_new_jobs_but_not_joining_one(line):
@@ -149,10 +150,10 @@ def test_a_full_line_refuses_new_jobs_but_not_joining_one(line):
     assert blocker.started.wait(WAIT)  # running: no longer in line
     queue.submit("s1", "fake", "a", Gate("a"))
     queue.submit("s2", "fake", "b", Gate("b"))
-    with pytest.raises(QueueFull, match="2 heavy jobs waiting") as refused:
+    with pytest.raises(LineFull, match="2 heavy jobs waiting") as refused:
         queue.submit("s3", "fake", "c", Gate("c"))
     assert isinstance(refused.value, InputError)  # a page shows it as a notice
-    assert queue.submit("s4", "fake", "a", Gate("a")).waiters == {"s1", "s4"}
+    assert queue.submit("s4", "fake", "a", Gate("a")).watchers == {"s1", "s4"}
 
 
 def test_place_and_estimate_shown(line):

@@ -1,27 +1,25 @@
 """A session rerunning without pause waits between its runs (ui/pace.py); a student changing a control every few
-seconds never does. SHARE is the app's default, 0.2, whatever the suite's environment lifts it to."""
+seconds never does. The share is the app's default, 0.2, whatever the suite's environment lifts it to."""
 import threading
 import time
 
 import pytest
 
 from ui import pace
+from ui.settings import Settings
+
+SHARE = Settings().pace_share
 
 
-@pytest.fixture(autouse=True)
-def default_share(monkeypatch):
-    monkeypatch.setattr(pace, "SHARE", 0.2)
-
-
-def waits(runs: list[tuple[float, ...]]) -> list[float]:
+def waits(runs: list[tuple[float, ...]], share: float = SHARE) -> list[float]:
     """The wait before each run, given (gap since the last run ended, seconds the run takes[, of them CPU seconds
     of its thread]: all of them unless said)."""
     level, found = pace.BURST_S, []
     for gap, seconds, *cpu in runs:
-        level = pace.refilled(level, gap)
-        wait = pace.wait_for(level)
+        level = pace.refilled(level, gap, share)
+        wait = pace.wait_for(level, share)
         found.append(wait)
-        level = pace.refilled(level + wait * pace.SHARE - (cpu[0] if cpu else seconds), seconds)
+        level = pace.refilled(level + wait * share - (cpu[0] if cpu else seconds), seconds, share)
     return found
 
 
@@ -35,7 +33,7 @@ def test_a_session_rerunning_without_pause_gets_its_share_and_no_more():
     assert found[:17] == [0.0] * 17 and found[17] > 0  # 4 s of burst at 0.3 × (1 - 0.2) s a run
     later = found[20:]
     busy = 0.3 * len(later)
-    assert busy / (busy + sum(later)) == pytest.approx(pace.SHARE)  # after the burst, runs take SHARE of the time
+    assert busy / (busy + sum(later)) == pytest.approx(SHARE)  # after the burst, runs take SHARE of the time
 
 
 def test_a_run_that_waited_in_line_costs_its_student_nothing_afterwards():
@@ -43,13 +41,13 @@ def test_a_run_that_waited_in_line_costs_its_student_nothing_afterwards():
     assert waits([(0.0, 30.0, 0.2)] + [(0.5, 0.3)] * 10) == [0.0] * 11
 
 
-def test_a_share_of_one_never_waits(monkeypatch):
-    monkeypatch.setattr(pace, "SHARE", 1.0)  # the suite's setting: its sessions rerun without pause on purpose
-    assert waits([(0.0, 6.0)] * 5 + [(0.0, 0.3)] * 50) == [0.0] * 55  # runs longer than the burst included
+def test_a_share_of_one_never_waits():
+    # the suite's setting: its sessions rerun without pause on purpose
+    assert waits([(0.0, 6.0)] * 5 + [(0.0, 0.3)] * 50, share=1.0) == [0.0] * 55  # runs longer than the burst included
 
 
 def test_a_long_debt_waits_at_most_the_longest_wait():
-    assert pace.wait_for(-100.0) == pace.LONGEST_WAIT_S
+    assert pace.wait_for(-100.0, SHARE) == pace.LONGEST_WAIT_S
 
 
 def test_paced_counts_the_runs_own_processor_time_not_its_waiting(monkeypatch):
@@ -57,7 +55,8 @@ def test_paced_counts_the_runs_own_processor_time_not_its_waiting(monkeypatch):
     monkeypatch.setattr(pace, "st", type("FakeStreamlit", (), {"session_state": state, "toast": lambda *a, **k: None}))
     monkeypatch.setattr(pace.time, "sleep", slept.append)  # the pacing's own waits, recorded instead of slept
     monkeypatch.setattr(pace, "BURST_S", 0.2)
-    monkeypatch.setattr(pace, "SHARE", 0.01)  # a busy machine's longer runs refill next to nothing
+    # a busy machine's longer runs refill next to nothing
+    monkeypatch.setattr(pace.settings, "current", lambda: Settings(pace_share=0.01))
 
     def run(body) -> None:
         with pace.paced():

@@ -1,5 +1,5 @@
 """HAProxy's configuration for `python -m serve` (serve/haproxy.cfg.template): what an operator relies on is in
-it, HAProxy itself accepts it, and the README's copy for several machines is what the command prints."""
+it, HAProxy itself accepts it, and the copy for several machines in docs/serving.md is what the command prints."""
 from __future__ import annotations
 
 import re
@@ -43,10 +43,10 @@ def test_haproxy_accepts_the_configuration(tmp_path):
     assert "WARNING" not in check.stdout + check.stderr, check.stdout + check.stderr
 
 
-def test_the_readme_shows_the_configuration_the_command_prints_for_several_machines():
-    readme = (ROOT / "README.md").read_text()
-    command = re.search(r"python -m serve --print-config --servers (\S+) --host (\S+) --port (\d+)", readme)
-    shown = re.search(r"```\n(# HAProxy 2\.6 in front.*?)```", readme, re.DOTALL)
-    assert command and shown, "README's 'Several machines' lost its command or its configuration"
+def test_the_docs_show_the_configuration_the_command_prints_for_several_machines():
+    page = (ROOT / "docs" / "serving.md").read_text()
+    command = re.search(r"python -m serve --print-config --servers (\S+) --host (\S+) --port (\d+)", page)
+    shown = re.search(r"```\n(# HAProxy 2\.6 in front.*?)```", page, re.DOTALL)
+    assert command and shown, "docs/serving.md's 'Several machines' lost its command or its configuration"
     servers, host, port = command.groups()
     assert shown[1] == render(f"{host}:{port}", servers.split(","))

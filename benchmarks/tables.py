@@ -1,0 +1,162 @@
+"""The docs' tables of measurements, generated from benchmarks/results/*.json so that no figure in prose goes stale.
+
+A table sits in a page of docs/ between `<!-- table: NAME -->` and `<!-- end table -->`; this script rewrites every
+such block from the results files, and `--check` (run by tests/unit/test_docs.py) fails where one differs.
+Usage: python -m benchmarks.tables [--check]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"(<!-- table: (\w+) -->\n)(.*?)(<!-- end table -->)", re.DOTALL)
+
+
+def results(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def day(record: dict) -> str:
+    return record["date"][:10]
+
+
+def rows(header: list[str], body: list[list[str]], *sources: str) -> str:
+    """A markdown table, numbers right-aligned, with the files it came from under it."""
+    align = ["---" if i == 0 else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(cells) + " |" for cells in [header, align, *body]]
+    files = " and ".join(f"`benchmarks/results/{source}.json`" for source in sources)
+    return "\n".join(lines) + f"\n\n*From {files}.*\n"
+
+
+def seconds(x: float) -> str:
+    return f"{x:.2g} s" if x < 10 else f"{x:.0f} s"
+
+
+def measured(value: float | None, form: str) -> str:
+    """A server's figure, or a dash where the run could not sample it (a class sent to a URL it did not start)."""
+    return "—" if value is None else format(value, form)
+
+
+def classes(name: str) -> str:
+    """One row per class of a `benchmarks.class_size` run."""
+    record = results(name)
+    body = [[str(c["students"]), seconds(c["open"]["p95_s"]), seconds(c["change"]["p50_s"]),
+             seconds(c["change"]["p95_s"]), seconds(c["change"]["p99_s"]), str(c["open"]["errors"] + c["change"]["errors"]),
+             measured(c["server"]["cores_mean"], ".2f"), measured(c["server"]["rss_mb_max"], ",.0f")]
+            for c in record["classes"]]
+    header = ["students", "first page p95", "change p50", "change p95", "change p99", "errors", "server cores",
+              "resident memory, most (MiB)"]
+    return f"{day(record)}, {record['machine']['cpus']} cores:\n\n" + rows(header, body, name)
+
+
+def stress(name: str = "class_size_stress") -> str:
+    """Issue 44's stress: every class of both runs, with exceptions on the page and error lines in the logs."""
+    record = results(name)
+    body = []
+    for run, label in [("one_process", "one process"), ("two_replicas_one_killed", "two replicas, r1 killed")]:
+        markers = [target.removeprefix("log_") for target in record["targets"] if target.startswith("log_")]
+        logged = sum(record[run]["server_log"].get(marker, 0) for marker in markers)
+        for c in record[run]["classes"]:
+            page = sum(n for error, n in c["errors"].items() if error.startswith("exception on the page"))
+            dropped = sum(c["errors"].values()) - page
+            body.append([label, str(c["students"]), str(page), str(dropped), seconds(c["open"]["p95_s"]),
+                         seconds(c["change"]["p50_s"]), seconds(c["change"]["p95_s"]),
+                         measured(c["server"]["rss_mb_max"], ",.0f"), str(logged)])
+    header = ["run", "students", "exceptions on a page", "dropped or unfinished runs", "first page p95",
+              "change p50", "change p95", "resident memory, most (MiB)", "error lines in the servers' logs (run)"]
+    return f"{day(record)}, {record['machine']['cpus']} cores:\n\n" + rows(header, body, name)
+
+
+def memory() -> str:
+    """A hosted server's memory: 10 sessions at once (benchmarks.load), and the class sizes' peaks."""
+    load, sizes = results("load"), results("class_size")
+    body = [[f"{load['arrival']['sessions']} sessions opening the heaviest pages at once", day(load),
+             f"{load['arrival']['peak_rss_mb']:,.0f} MiB"],
+            ["after every page was visited once", day(load), f"{load['summary']['rss_mb_after']:,.0f} MiB"]]
+    body += [[f"a simulated class of {c['students']}", day(sizes), f"{c['server']['rss_mb_max']:,.0f} MiB"]
+             for c in sizes["classes"]]
+    return rows(["the server, with SmolLM2 loaded", "measured", "resident set, most"], body, "load", "class_size")
+
+
+def flash_gpu(name: str = "flash_gpu") -> str:
+    """Our Triton kernels against SDPA's flash backend on the recorded GPU, by mode and length."""
+    record = results(name)
+    body = []
+    for mode in ("forward", "forward+backward"):
+        for lo, hi in [(2048, 2048), (4096, 1 << 30)]:
+            picked = [s for s in record["summary"] if s["mode"] == mode and lo <= s["N"] <= hi]
+            if not picked:
+                continue
+            ratios = [s["ours_over_sdpa_flash"] for s in picked]
+            span = f"N = {lo}" if lo == hi else f"N ≥ {lo}"
+            body.append([mode, span, f"{min(ratios):.2f}x to {max(ratios):.2f}x",
+                         f"{max(s['ours_fraction_of_peak'] for s in picked):.0%}"])
+    versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+    head = f"{record['device']}, {day(record)} ({versions}); each row over d = 64 and 128, causal or not, bf16, fp16:"
+    return head + "\n\n" + rows(["mode", "length", "ours over SDPA flash (TFLOP/s)", "best share of dense bf16 peak"],
+                                body, name)
+
+
+def accessibility() -> str:
+    record = results("accessibility")
+    body = [[state, str(s["pages"]), str(sum(s["nodes_by_rule"].values())), str(s["blocking_nodes"])]
+            for state, s in record["states"].items()]
+    return (f"{day(record)}, axe-core {record['axe_core']}:\n\n"
+            + rows(["state", "pages", "nodes violating a rule", "serious or critical nodes"], body, "accessibility"))
+
+
+def index() -> str:
+    """Every results file with its date and the machine it was measured on."""
+    body = []
+    for path in sorted(RESULTS.glob("*.json")):
+        record = json.loads(path.read_text())
+        machine = record.get("device") or record.get("machine") or "—"
+        if isinstance(machine, dict):
+            machine = f"{machine['cpus']} cores, {machine['platform']}"
+        body.append([f"`{path.name}`", record.get("date", "")[:10], str(machine)])
+    lines = ["| file | measured | on |", "| --- | --- | --- |"] + ["| " + " | ".join(b) + " |" for b in body]
+    return "\n".join(lines) + "\n"
+
+
+TABLES = {
+    "class_size": lambda: classes("class_size"),
+    "class_size_replicas": lambda: classes("class_size_replicas"),
+    "class_size_cold": lambda: classes("class_size_cold"),
+    "class_size_stress": stress,
+    "memory": memory,
+    "flash_gpu": flash_gpu,
+    "accessibility": accessibility,
+    "results": index,
+}
+
+
+def render(text: str) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + TABLES[m.group(2)]() + m.group(4), text)
+
+
+def stale() -> list[str]:
+    """The docs pages whose tables differ from what the results files give now."""
+    return [str(p.relative_to(ROOT)) for p in sorted(DOCS.glob("*.md")) if render(p.read_text()) != p.read_text()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a table is stale")
+    args = parser.parse_args()
+    if args.check:
+        pages = stale()
+        print("\n".join(f"{p}: stale, run python -m benchmarks.tables" for p in pages) or "every table is current")
+        return 1 if pages else 0
+    for page in sorted(DOCS.glob("*.md")):
+        page.write_text(render(page.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

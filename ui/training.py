@@ -24,16 +24,18 @@ from ui.tables import neighbour_table
 
 
 def loss_curve(losses: list[float], label: str = "loss per example",
-               x_label: str = "report (equal stretches of updates)") -> None:
-    """The training loss so far; a single number until there are two points to join. A shared figure: every
-    student watching one training draws the same curve at each report, built once (an Altair chart built per
-    session and report held the server's Python for long enough that 30 students training at once made those
-    moving controls wait seconds)."""
+               x_label: str = "report (equal stretches of updates)", live: bool = False) -> None:
+    """The training loss; a single number until there are two points to join. A shared figure: every student
+    watching one training draws the same curve at each report, built once (an Altair chart built per session and
+    report held the server's Python for long enough that 30 students training at once made those moving controls
+    wait seconds). The live curve, under a running job's bar, is titled apart from the trained model's: the last
+    report can show the same losses in the same run, and two charts of one figure would share an element id."""
     if len(losses) < 2:
         st.metric(label[:1].upper() + label[1:], f"{losses[-1]:.3f}" if losses else "–")
     else:
-        figures.show(figures.lines(list(range(1, len(losses) + 1)), {label: list(losses)}, title="Training loss",
-                                   x_title=x_label, y_title=label, markers=False, height=260))
+        figures.show(figures.lines(list(range(1, len(losses) + 1)), {label: list(losses)},
+                                   title="Training loss so far" if live else "Training loss", x_title=x_label,
+                                   y_title=label, markers=False, height=260))
 
 
 def buttons() -> bool:
@@ -64,7 +66,7 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
         latest = model
         st.session_state[key] = (settings, model)
         with chart:
-            loss_curve(model.losses, **curve)
+            loss_curve(model.losses, live=True, **curve)
 
     try:
         model = queued.run(kind, repr((settings, reads)), work, "Training", estimate, show)

@@ -3,6 +3,7 @@ settings share one run, a failing request tells only its own session, a full lin
 trained before. The line itself, with fake jobs: tests/unit/test_jobs.py."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -81,3 +82,30 @@ def test_a_full_line_says_so_and_keeps_the_model_trained_before(monkeypatch):
     assert any("heavy jobs waiting" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.session_state[RESULT][1] is model
     assert any(s.value.startswith("Your model (finished)") for s in at.subheader)
+
+
+def test_the_live_loss_curve_and_the_trained_models_are_two_charts(monkeypatch):
+    """A training's last report can reach the page before the job ends: the live curve then shows the very losses
+    the trained model's curve shows below it in the same run, and two charts of one figure had one element id
+    (StreamlitDuplicateElementId, caught by the page's boundary: once in a browser run of the suite)."""
+    from engine.embeddings import word2vec
+
+    real = word2vec.train
+
+    @functools.wraps(real)
+    def last_report_drawn_first(sentences, config, on_progress=None, reports=25):
+        if on_progress is None:  # not the page's training (ui/server.py compiles the loop with one at start-up)
+            return real(sentences, config, reports=reports)
+        seen = []
+        model = real(sentences, config, on_progress=lambda p: seen.append(p) or True, reports=reports)
+        on_progress(seen[-1])  # the model as it ends, reported again ...
+        time.sleep(3 * queued.TICK)  # ... and drawn by the page before the job is done
+        return model
+
+    monkeypatch.setattr(word2vec, "train", last_report_drawn_first)
+    at = open_page("word2vec_training", **SMALL_RUN)
+    button(at, "Train").click().run(timeout=180)
+    assert_clean(at)
+    titles = [chart.proto.spec for chart in at.get("plotly_chart")]
+    # the live curve gave way to the trained model's, drawn once
+    assert sum('"Training loss"' in t for t in titles) == 1 and not any("Training loss so far" in t for t in titles)

@@ -3,6 +3,7 @@ loaded only when the file still has it, so a truncated, altered or missing file 
 instead of failing deep inside torch's unpickler."""
 from __future__ import annotations
 
+import argparse
 import hashlib
 from pathlib import Path
 
@@ -60,3 +61,14 @@ def load(path: Path) -> dict:
         raise ModelFileError(f"The checkpoint {path.name} has no sha256 in {MANIFEST} beside it: {_restore(path)}.")
     check_file(path, expected, f"The checkpoint {path.name}", _restore(path))
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def run_asked(runs: list[str], description: str, checkpoints: Path) -> str | None:
+    """A training script's command line: `--only NAME` trains one of `runs`, none given trains them all. The
+    checkpoints' folder is made, and torch runs on one thread, so that every machine trains the same weights."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=sorted(runs))
+    only = parser.parse_args().only
+    checkpoints.mkdir(exist_ok=True)
+    torch.set_num_threads(1)
+    return only

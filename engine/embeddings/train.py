@@ -12,12 +12,12 @@ Vectors are stored in float16; the metrics stored with them are measured on the 
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from engine.checkpoint_files import run_asked
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.evaluation import scores
 from engine.embeddings.vectors import WordVectors
@@ -58,13 +58,9 @@ def load_shipped_word2vec(name: str) -> tuple[Word2VecModel, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=sorted(RUNS))
-    args = parser.parse_args()
-    CHECKPOINTS.mkdir(exist_ok=True)
-    torch.set_num_threads(1)  # one thread: identical vectors on every machine
+    only = run_asked(list(RUNS), __doc__, CHECKPOINTS)
     for name, (corpus, config) in RUNS.items():
-        if args.only and name != args.only:
+        if only and name != only:
             continue
         sentences = load_corpus(corpus)
         model = gensim_word2vec(sentences, config) if name.endswith("gensim") else train(sentences, config)

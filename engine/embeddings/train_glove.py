@@ -13,7 +13,6 @@ on their own vocabulary, and on the words GloVe 6B also holds, beside GloVe 6B c
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict
 from pathlib import Path
 
@@ -68,16 +67,12 @@ def quality(vectors: WordVectors, reference: WordVectors) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=sorted(RUNS))
-    args = parser.parse_args()
-    CHECKPOINTS.mkdir(exist_ok=True)
-    torch.set_num_threads(1)  # one thread: identical vectors on every machine
+    only = checkpoint_files.run_asked(list(RUNS), __doc__, CHECKPOINTS)
     sentences = load_corpus(CORPUS)
     vocab = Vocab.build(sentences, MIN_COUNT)
     X = cooccurrence(*vocab.encode(sentences), len(vocab), WINDOW)
     for name, config in RUNS.items():
-        if args.only and name != args.only:
+        if only and name != only:
             continue
         model = train(X, vocab, config)
         path = CHECKPOINTS / f"{name}.pt"

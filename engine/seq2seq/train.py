@@ -10,12 +10,12 @@ and the metrics stored with them are measured with the rounded weights.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import time
 
 import torch
 
+from engine.checkpoint_files import run_asked
 from engine.seq2seq.checkpoint import CHECKPOINTS
 from engine.seq2seq.dates import batch, date_example, examples, name_example
 from engine.seq2seq.decode import held_out_metrics
@@ -55,13 +55,9 @@ def train_run(task: str, config: Seq2SeqConfig, steps: int, seed: int = 0, batch
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=sorted(RUNS) + ["pointer_network"])
-    args = parser.parse_args()
-    CHECKPOINTS.mkdir(exist_ok=True)
-    torch.set_num_threads(1)
+    only = run_asked([*RUNS, "pointer_network"], __doc__, CHECKPOINTS)
     for name, (task, config, steps) in RUNS.items():
-        if args.only and name != args.only:
+        if only and name != only:
             continue
         start = time.perf_counter()
         model, losses = train_run(task, config, steps)
@@ -73,7 +69,7 @@ def main() -> None:
         metrics = held_out_metrics(model, held_out(task))
         save_seq2seq(model, path, task=task, losses=losses[::10], metrics=metrics, train_seconds=seconds)
         print(f"{name}: {metrics} in {seconds:.0f} s, {path.stat().st_size / 1e3:.0f} kB", flush=True)
-    if args.only in (None, "pointer_network"):
+    if only in (None, "pointer_network"):
         start = time.perf_counter()
         model, losses = train_pointer_network(POINTER_STEPS)
         seconds = time.perf_counter() - start

@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import platform
-import sys
 import time
+from dataclasses import asdict
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from benchmarks import write_result  # noqa: E402
-from engine.efficiency import compiled, records, sweep, triton_flash  # noqa: E402
+from benchmarks import RESULTS, write_result
+from engine.efficiency import records, sweep, triton_flash
+from engine.efficiency.launches import BackwardLaunch, ForwardLaunch, KernelLaunch, kernel_launch_of, kernel_launches
 
 CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
 # dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts, so the
@@ -39,22 +37,22 @@ DENSE_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.5, "H200 NVL": 835.5, "
 # of 128 x 128 tiles need 288 KiB of shared memory, more than a block may have, and (128, 32) tiles never won.
 # Each is compiled for sm_90 and sm_80 first (benchmarks/flash_compile.py), and those that spill registers or
 # exceed a block's shared memory on the GPU at hand are dropped before it is timed.
-KERNEL_CONFIGS = [dict(block_m=m, block_n=n, num_warps=w, num_stages=s)
+KERNEL_CONFIGS = [ForwardLaunch(m, n, w, s)
                   for (m, n, w), s in itertools.product(((64, 64, 4), (128, 64, 4), (128, 64, 8), (128, 128, 8)),
                                                         (2, 3))]
 # the backward's (BLOCK_M1, BLOCK_N1) for dK, dV; dQ takes the transpose, (BLOCK_N1, BLOCK_M1), as the tutorial
-BACKWARD_CONFIGS = [dict(block_m1=m, block_n1=n, block_m2=n, block_n2=m, num_warps=w, num_stages=s)
+BACKWARD_CONFIGS = [BackwardLaunch(block_m1=m, block_n1=n, block_m2=n, block_n2=m, num_warps=w, num_stages=s)
                     for m, n, w, s in ((32, 64, 4, 2), (32, 64, 4, 3), (32, 128, 4, 3), (32, 128, 8, 3))]
 GPU_LENGTHS = (512, 1000, 1024, 1030, 2048, 4096, 8192, 16384)  # 1000 and 1030: the masked paths
 HEAD_DIMS, DTYPES = (64, 128), {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def launches() -> list[compiled.Launch]:
+def launches() -> list[KernelLaunch]:
     """Every kernel launch the GPU sweep can make: each configuration at each head dim, dtype, mask and N a
     multiple of the blocks or not (the backward's two kernels with their own blocks)."""
     return [launch for d, dtype, causal, even in itertools.product(HEAD_DIMS, DTYPES, (False, True), (True, False))
             for setting in KERNEL_CONFIGS + BACKWARD_CONFIGS
-            for launch in compiled.launches_of(setting, d, dtype, causal, even)]
+            for launch in kernel_launches(setting, d, dtype, causal, even)]
 
 
 def versions() -> dict:
@@ -107,13 +105,14 @@ def cpu(quick: bool) -> dict:
         "rows": sweep.as_rows(rows)}
 
 
-def tune(d: int, causal: bool, dtype: torch.dtype, mode: str, configs: list[dict], forward: dict | None = None):
+def tune(d: int, causal: bool, dtype: torch.dtype, mode: str, configs: list[ForwardLaunch | BackwardLaunch],
+         forward: ForwardLaunch | None = None) -> ForwardLaunch | BackwardLaunch | None:
     """The fastest of configs for our kernel at N = 4096 (the forward's, or with `forward` fixed the backward's),
     among those that compile and agree with torch SDPA; each refusal is printed with its reason."""
     N = 4096
     best, best_ms = None, float("inf")
     for config in configs:
-        kernel, backward = (config, None) if forward is None else (forward, config)
+        kernel, backward = (config, None) if mode == sweep.FORWARD else (forward, config)
         point = sweep.measure(N, d, causal, [sweep.TRITON], "cuda", dtype, sweep.tokens_per_batch(N),
                               sweep.heads_for(d), repeats=5, kernel=kernel, mode=mode, backward_kernel=backward)[0]
         if point.ms is None:
@@ -139,17 +138,17 @@ def compiler_target(device_name: str) -> str | None:
 def unfit_launches(target: str | None) -> dict[tuple, str]:
     """Launches that spill or do not fit a block's shared memory on `target` in the compile record, in any dtype or
     mask, keyed (kernel, head_dim, causal, block_m, block_n, num_warps, num_stages), with the reason."""
-    record = records.load_compiled(records.RESULTS / "flash_compile.json")
+    record = records.load_compiled(RESULTS / "flash_compile.json")
     if record is None or target is None:
         print("  no compile record for this GPU: every configuration is tried")
         return {}
-    return {_unfit_key(compiled.launch_of(r)): r["error"] or (
+    return {_unfit_key(kernel_launch_of(r)): r["error"] or (
                 f"spills {r['spill_bytes']} B per thread" if r["spill_bytes"] else
                 f"needs {r['shared_bytes'] // 1024} KiB of shared memory per block")
             for r in record["rows"] if r["target"] == target and not r["fits"]}
 
 
-def _unfit_key(launch: compiled.Launch) -> tuple:
+def _unfit_key(launch: KernelLaunch) -> tuple:
     """A launch without its dtype and mask: one that does not fit in any of them is dropped in all."""
     return (launch.kernel, launch.head_dim, launch.causal, launch.block_m, launch.block_n, launch.num_warps,
             launch.num_stages)
@@ -158,21 +157,21 @@ def _unfit_key(launch: compiled.Launch) -> tuple:
 def tuned_configs(d: int, causal: bool, unfit: dict[tuple, str]) -> dict:
     """The forward's launch, then the backward's with that forward, chosen in bfloat16 (float16 runs the same
     tiles on the same tensor cores) among the configurations the compiler says fit."""
-    def fitting(configs: list[dict]) -> list[dict]:
+    def fitting(configs: list) -> list:
         kept = []
         for c in configs:
             why = next(filter(None, (unfit.get(_unfit_key(launch))
-                                     for launch in compiled.launches_of(c, d, "bf16", causal, True))), None)
+                                     for launch in kernel_launches(c, d, "bf16", causal, True))), None)
             if why:
                 print(f"    dropped before timing, d = {d}, causal = {causal}: {c}: {why}")
             else:
                 kept.append(c)
         return kept
 
-    forward_configs = fitting([c for c in KERNEL_CONFIGS if not causal or c["block_m"] % c["block_n"] == 0])
+    forward_configs = fitting([c for c in KERNEL_CONFIGS if not causal or c.block_m % c.block_n == 0])
     backward_configs = fitting(BACKWARD_CONFIGS)
     forward = tune(d, causal, torch.bfloat16, sweep.FORWARD, forward_configs)
-    backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, backward_configs, forward or {})
+    backward = tune(d, causal, torch.bfloat16, sweep.FORWARD_BACKWARD, backward_configs, forward)
     return {"forward": forward, "backward": backward}
 
 
@@ -187,7 +186,7 @@ def gpu(quick: bool, started: float) -> dict:
     for d, causal in itertools.product(HEAD_DIMS, (False, True)):
         setting = f"d{d}_{'causal' if causal else 'full'}"
         configs = tuned_configs(d, causal, unfit) if triton_flash.available() else {"forward": None, "backward": None}
-        result["kernel_configs"][setting] = configs
+        result["kernel_configs"][setting] = {k: asdict(v) if v is not None else None for k, v in configs.items()}
         for dtype, mode, N in itertools.product((torch.bfloat16, torch.float16), sweep.MODES, lengths):
             chosen = [sweep.TRITON, "SDPA flash", "SDPA memory-efficient", "SDPA math", sweep.NAIVE]
             if dtype == torch.bfloat16 and N <= (4096 if mode == sweep.FORWARD else 1030):

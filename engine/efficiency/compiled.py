@@ -22,10 +22,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-KERNELS = {"forward": "_flash_forward", "backward dK dV": "_flash_backward_dk_dv", "backward dQ": "_flash_backward_dq"}
-# the keys of a launch setting (gpu_forward_launch's, gpu_backward_launch's) that hold each kernel's blocks
-BLOCK_KEYS = {"forward": ("block_m", "block_n"), "backward dK dV": ("block_m1", "block_n1"),
-              "backward dQ": ("block_m2", "block_n2")}
+from engine.efficiency.launches import KERNELS, KernelLaunch
 
 
 @dataclass(frozen=True)
@@ -65,47 +62,9 @@ TARGETS = {
 RESERVED_SHARED_PER_BLOCK = 1024  # the driver's, on sm_80 and later
 
 
-def gpu_forward_launch(head_dim: int) -> dict:
-    """The forward's launch on a GPU when none is asked for: 8 warps at d = 128 so that the (128, 128) accumulator
-    and the score tile fit in registers (4 warps spill there: see benchmarks/results/flash_compile.json)."""
-    return {"block_m": 128, "block_n": 64, "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
-
-
-def gpu_backward_launch(head_dim: int) -> dict:
-    """The backward's, after the H100 runs: (32, 64) blocks for dK, dV and (64, 32) for dQ, 4 warps, 3 stages,
-    fastest in every setting timed (benchmarks/results/flash_gpu.json's kernel_configs)."""
-    return {"block_m1": 32, "block_n1": 64, "block_m2": 64, "block_n2": 32, "num_warps": 4, "num_stages": 3}
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel as the benchmark launches it: blocks, warps, stages, and what its constexprs depend on."""
-
-    kernel: str  # a key of KERNELS
-    head_dim: int
-    dtype: str  # "bf16" or "fp16"
-    causal: bool
-    even: bool  # N a multiple of the blocks (no masks), as N = 4096; False as N = 1000
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-
-
-def launches_of(setting: dict, head_dim: int, dtype: str, causal: bool, even: bool) -> list[Launch]:
-    """The kernel launches one launch setting makes: the forward's one, or the backward's two (dK dV, then dQ)."""
-    return [Launch(kernel, head_dim, dtype, causal, even, setting[m], setting[n], setting["num_warps"],
-                   setting["num_stages"]) for kernel, (m, n) in BLOCK_KEYS.items() if m in setting]
-
-
-def launch_of(row: dict) -> Launch:
-    """The launch a recorded row (Compiled.as_row) was compiled for."""
-    return Launch(**{name: row[name] for name in Launch.__dataclass_fields__})
-
-
 @dataclass
 class Compiled:
-    launch: Launch
+    launch: KernelLaunch
     target: str  # a key of TARGETS
     registers: int | None = None  # per thread
     spill_bytes: int | None = None  # stack + local memory per thread: registers that did not fit
@@ -136,7 +95,7 @@ class Compiled:
             "fits": self.fits, "blocks_per_sm": self.blocks_per_sm()}
 
 
-def _signature(fn, launch: Launch) -> tuple[dict, dict, list[int]]:
+def _signature(fn, launch: KernelLaunch) -> tuple[dict, dict, list[int]]:
     """Triton's signature, constexprs and the indices of arguments divisible by 16, as the JIT specialises them."""
     element = "*" + launch.dtype
     statistics = {"L", "Delta"}  # float32 rows
@@ -176,7 +135,7 @@ def _resources(cubin: bytes) -> dict[str, int]:
     return dict(zip(("registers", "stack", "shared", "local"), map(int, usage.groups())))
 
 
-def _compile_here(launch: Launch, target_key: str) -> Compiled:
+def _compile_here(launch: KernelLaunch, target_key: str) -> Compiled:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -204,7 +163,7 @@ def _compile_here(launch: Launch, target_key: str) -> Compiled:
     return result
 
 
-def compile_launches(launches: list[Launch], targets: list[str], workers: int = 1) -> list[Compiled]:
+def compile_launches(launches: list[KernelLaunch], targets: list[str], workers: int = 1) -> list[Compiled]:
     """Every launch for every target, compiled in `workers` processes of their own (see the module's note)."""
     jobs = [(launch, target) for launch in launches for target in targets]
     chunks = [jobs[k::workers] for k in range(workers)]
@@ -229,7 +188,7 @@ def _serve() -> None:
     """The compiling process: [[launch, target], ...] as JSON on stdin, a list of results as JSON on stdout."""
     rows = []
     for launch, target in json.loads(sys.stdin.read()):
-        compiled = _compile_here(Launch(**launch), target)
+        compiled = _compile_here(KernelLaunch(**launch), target)
         rows.append({k: v for k, v in asdict(compiled).items() if k not in ("launch", "target")})
     sys.stdout.write(json.dumps(rows))
 

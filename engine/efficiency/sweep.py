@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.efficiency.flash import flash_attention, flash_forward, naive_attention
+from engine.efficiency.launches import BackwardLaunch, ForwardLaunch
 from engine.efficiency.measure import peak_memory, time_interleaved
 from engine.errors import InputError
 
@@ -106,12 +107,11 @@ def _sdpa_backend(name: str) -> Callable:
     return run
 
 
-def methods(device: str, block: int, kernel: dict | None = None, dtype: torch.dtype = torch.bfloat16,
-            backward_kernel: dict | None = None) -> dict[str, Callable]:
+def methods(device: str, block: int, kernel: ForwardLaunch | None = None, dtype: torch.dtype = torch.bfloat16,
+            backward_kernel: BackwardLaunch | None = None) -> dict[str, Callable]:
     """What can be timed here: on CPU naive, tiled and SDPA; on CUDA also SDPA's backends and, in float16 or
-    bfloat16, our kernels (`kernel`: block_m, block_n, num_warps, num_stages for the forward, `backward_kernel`
-    triton_attention_backward's settings, else their defaults). Each returns O, with autograd behind it where
-    gradients are asked for."""
+    bfloat16, our kernels (with the launches given, else their defaults). Each returns O, with autograd behind it
+    where gradients are asked for."""
     found: dict[str, Callable] = {
         NAIVE: naive_attention,
         TILED: lambda Q, K, V, causal: (flash_attention(Q, K, V, causal, block, block) if torch.is_grad_enabled()
@@ -136,8 +136,8 @@ def _relative_error(ours: Sequence[torch.Tensor], reference: Sequence[torch.Tens
 
 def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "cpu",
             dtype: torch.dtype = torch.float32, batch: int = 1, heads: int = 1, block: int = 256,
-            naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: dict | None = None,
-            mode: str = FORWARD, backward_kernel: dict | None = None) -> list[Point]:
+            naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: ForwardLaunch | None = None,
+            mode: str = FORWARD, backward_kernel: BackwardLaunch | None = None) -> list[Point]:
     """Every chosen method at one N: timed in turn (interleaved), then each one's peak memory on its own.
     mode FORWARD_BACKWARD times O and then dQ, dK, dV from a random dO through autograd.
 

@@ -32,7 +32,14 @@ import os
 
 import torch
 
-from engine.efficiency.compiled import gpu_backward_launch, gpu_forward_launch
+from engine.efficiency.launches import (
+    INTERPRETED_BACKWARD,
+    INTERPRETED_FORWARD,
+    BackwardLaunch,
+    ForwardLaunch,
+    gpu_backward_launch,
+    gpu_forward_launch,
+)
 from engine.errors import InputError
 
 try:
@@ -46,7 +53,11 @@ except ImportError:  # the app and its tests run without triton; only this kerne
 HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16)
 MAX_GRID_Y = 65535  # CUDA's limit on the second grid dimension, which holds batch × heads
-LOG2_E = 1.4426950408889634  # 1 / ln 2: e^x = 2^(x log2 e)
+LOG2_E = 1.4426950408889634  # 1 / ln 2: e^x = 2^(x log2 e); the host folds it into the scores' scale
+if triton is not None:
+    # the kernels' own: a kernel may read a global only as a constexpr, which the compiler folds in as a literal
+    KERNEL_LOG2_E = tl.constexpr(LOG2_E)
+    KERNEL_LN_2 = tl.constexpr(math.log(2))
 
 
 def interpreted() -> bool:
@@ -141,7 +152,7 @@ if triton is not None:
         out = acc / l_i[:, None]
         o_ptrs = O + head * stride_bh + offs_m[:, None] * stride_n + offs_d[None, :]
         l_ptrs = L + head * n_ctx + offs_m
-        lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453  # × ln 2, back to natural log: L = m + log l
+        lse = (m_i + tl.math.log2(l_i)) * KERNEL_LN_2  # × ln 2, back to natural log: L = m + log l
         if EVEN_M:
             tl.store(o_ptrs, _rounded(out, EMULATE_BF16).to(O.dtype.element_ty))
             tl.store(l_ptrs, lse)
@@ -171,14 +182,14 @@ if triton is not None:
         if EVEN:
             q = tl.load(q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])  # (BLOCK_M, d)
             do = tl.load(do_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
-            m = tl.load(L + offs_m) * 1.4426950408889634  # L in log2 units, as the scores below
+            m = tl.load(L + offs_m) * KERNEL_LOG2_E  # L in log2 units, as the scores below
             D = tl.load(Delta + offs_m)
         else:
             q = tl.load(q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < n_ctx,
                         other=0.0)
             do = tl.load(do_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < n_ctx,
                          other=0.0)
-            m = tl.load(L + offs_m, mask=offs_m < n_ctx, other=0.0) * 1.4426950408889634
+            m = tl.load(L + offs_m, mask=offs_m < n_ctx, other=0.0) * KERNEL_LOG2_E
             D = tl.load(Delta + offs_m, mask=offs_m < n_ctx, other=0.0)
         p_t = tl.math.exp2(_dot(k, tl.trans(q), EMULATE_BF16) * qk_scale - m[None, :])  # P^T (BLOCK_N, BLOCK_M)
         if CAUSAL_MASK:
@@ -264,12 +275,12 @@ if triton is not None:
         rows = base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
         if EVEN:
             q, do = tl.load(Q + rows), tl.load(dO + rows)  # (BLOCK_M, d)
-            m = tl.load(L + head * n_ctx + offs_m) * 1.4426950408889634
+            m = tl.load(L + head * n_ctx + offs_m) * KERNEL_LOG2_E
             D = tl.load(Delta + head * n_ctx + offs_m)
         else:
             q = tl.load(Q + rows, mask=offs_m[:, None] < n_ctx, other=0.0)
             do = tl.load(dO + rows, mask=offs_m[:, None] < n_ctx, other=0.0)
-            m = tl.load(L + head * n_ctx + offs_m, mask=offs_m < n_ctx, other=0.0) * 1.4426950408889634
+            m = tl.load(L + head * n_ctx + offs_m, mask=offs_m < n_ctx, other=0.0) * KERNEL_LOG2_E
             D = tl.load(Delta + head * n_ctx + offs_m, mask=offs_m < n_ctx, other=0.0)
         dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
         if CAUSAL:  # whole key blocks in the past, then the diagonal's, masked; the future is never loaded
@@ -319,21 +330,17 @@ def check_backward_blocks(block_m1: int, block_n1: int, block_m2: int, block_n2:
                          "are whole blocks")
 
 
-def default_launch(head_dim: int) -> dict:
-    """The forward's block_m, block_n, num_warps, num_stages: small blocks under the interpreter (numpy runs every
-    lane), engine.efficiency.compiled.gpu_forward_launch on a GPU."""
-    if interpreted():
-        return {"block_m": 16, "block_n": 16, "num_warps": 4, "num_stages": 1}
-    return gpu_forward_launch(head_dim)
+def default_launch(head_dim: int) -> ForwardLaunch:
+    """The forward's launch when none is asked for: small blocks under the interpreter (numpy runs every lane),
+    engine.efficiency.launches.gpu_forward_launch on a GPU."""
+    return INTERPRETED_FORWARD if interpreted() else gpu_forward_launch(head_dim)
 
 
-def default_backward_launch(head_dim: int) -> dict:
-    """The backward's block_m1, block_n1 (dK, dV), block_m2, block_n2 (dQ), num_warps, num_stages: few queries
-    against many keys for dK, dV, whose (BLOCK_N1, d) accumulators stay put, and the converse for dQ, as Triton's
-    fused-attention tutorial; engine.efficiency.compiled.gpu_backward_launch on a GPU."""
-    if interpreted():
-        return {"block_m1": 16, "block_n1": 16, "block_m2": 16, "block_n2": 16, "num_warps": 4, "num_stages": 1}
-    return gpu_backward_launch(head_dim)
+def default_backward_launch(head_dim: int) -> BackwardLaunch:
+    """The backward's: few queries against many keys for dK, dV, whose (BLOCK_N1, d) accumulators stay put, and
+    the converse for dQ, as Triton's fused-attention tutorial; engine.efficiency.launches.gpu_backward_launch on a
+    GPU."""
+    return INTERPRETED_BACKWARD if interpreted() else gpu_backward_launch(head_dim)
 
 
 def _check_inputs(*tensors: torch.Tensor) -> None:
@@ -356,14 +363,13 @@ def _on_device(tensor: torch.Tensor):
 
 
 def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
-                     block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
-                     num_stages: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N); a
-    launch setting left None takes default_launch's."""
+                     launch: ForwardLaunch | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16: O (B, H, N, d) and L (B, H, N), with
+    `launch`'s blocks, warps and stages (default_launch's when None)."""
     _check_inputs(Q, K, V)
     B, H, N, d = Q.shape
-    asked = {"block_m": block_m, "block_n": block_n, "num_warps": num_warps, "num_stages": num_stages}
-    block_m, block_n, num_warps, num_stages = (default_launch(d) | {k: v for k, v in asked.items() if v}).values()
+    launch = launch or default_launch(d)
+    block_m, block_n = launch.block_m, launch.block_n
     check_settings(d, Q.dtype, block_m, block_n, causal)
     Q, K, V = Q.contiguous(), K.contiguous(), V.contiguous()
     O = torch.empty_like(Q)
@@ -372,30 +378,30 @@ def triton_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
     with _on_device(Q):
         _flash_forward[grid](Q, K, V, O, L, N * d, d, N, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=block_m,
                              BLOCK_N=block_n, CAUSAL=causal, EVEN_M=N % block_m == 0, EVEN_N=N % block_n == 0,
-                             EMULATE_BF16=interpreted() and Q.dtype == torch.bfloat16, num_warps=num_warps,
-                             num_stages=num_stages)
+                             EMULATE_BF16=interpreted() and Q.dtype == torch.bfloat16, num_warps=launch.num_warps,
+                             num_stages=launch.num_stages)
     return O, L
 
 
 def triton_attention_backward(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, O: torch.Tensor, dO: torch.Tensor,
-                              L: torch.Tensor, causal: bool = False, **launch) -> tuple[torch.Tensor, ...]:
-    """dQ, dK, dV (B, H, N, d) in Q's dtype from the forward's O and L (B, H, N); `launch` overrides any of
-    default_backward_launch's block_m1, block_n1 (dK, dV), block_m2, block_n2 (dQ), num_warps, num_stages."""
+                              L: torch.Tensor, causal: bool = False,
+                              launch: BackwardLaunch | None = None) -> tuple[torch.Tensor, ...]:
+    """dQ, dK, dV (B, H, N, d) in Q's dtype from the forward's O and L (B, H, N), with `launch`'s blocks, warps
+    and stages (default_backward_launch's when None)."""
     _check_inputs(Q, K, V, O, dO)
     B, H, N, d = Q.shape
     if L.shape != (B, H, N) or L.dtype != torch.float32:
         raise ValueError(f"L must be float32 of shape {(B, H, N)}, got {L.dtype} {tuple(L.shape)}")
-    settings = default_backward_launch(d) | launch
-    check_settings(d, Q.dtype, settings["block_m2"], settings["block_n2"], causal)
-    check_backward_blocks(settings["block_m1"], settings["block_n1"], settings["block_m2"], settings["block_n2"],
-                          causal)
+    launch = launch or default_backward_launch(d)
+    m1, n1, m2, n2 = launch.block_m1, launch.block_n1, launch.block_m2, launch.block_n2
+    check_settings(d, Q.dtype, m2, n2, causal)
+    check_backward_blocks(m1, n1, m2, n2, causal)
     Q, K, V, O, dO, L = (t.contiguous() for t in (Q, K, V, O, dO, L))
     dQ, dK, dV = torch.empty_like(Q), torch.empty_like(K), torch.empty_like(V)
     Delta = torch.empty_like(L)
     sm_scale = 1 / math.sqrt(d)
     shared = {"HEAD_DIM": d, "CAUSAL": causal, "EMULATE_BF16": interpreted() and Q.dtype == torch.bfloat16,
-              "num_warps": settings["num_warps"], "num_stages": settings["num_stages"]}
-    m1, n1, m2, n2 = (settings[k] for k in ("block_m1", "block_n1", "block_m2", "block_n2"))
+              "num_warps": launch.num_warps, "num_stages": launch.num_stages}
     with _on_device(Q):
         _rowsum_do_o[(math.ceil(N / 128), B * H)](O, dO, Delta, N, HEAD_DIM=d, BLOCK_M=128)
         _flash_backward_dk_dv[(math.ceil(N / n1), B * H)](
@@ -410,7 +416,7 @@ def triton_attention_backward(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
 class _TritonFlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, Q, K, V, causal, forward_launch, backward_launch):
-        O, L = triton_attention(Q, K, V, causal, **forward_launch)
+        O, L = triton_attention(Q, K, V, causal, forward_launch)
         ctx.save_for_backward(Q, K, V, O, L)  # no S, no P: the backward kernels recompute them from L
         ctx.causal, ctx.backward_launch = causal, backward_launch
         return O
@@ -418,11 +424,12 @@ class _TritonFlashAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dO):
         Q, K, V, O, L = ctx.saved_tensors
-        return (*triton_attention_backward(Q, K, V, O, dO, L, ctx.causal, **ctx.backward_launch), None, None, None)
+        return (*triton_attention_backward(Q, K, V, O, dO, L, ctx.causal, ctx.backward_launch), None, None, None)
 
 
 def triton_flash_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
-                           forward_launch: dict | None = None, backward_launch: dict | None = None) -> torch.Tensor:
-    """Our forward kernel with our backward kernels behind autograd: O (B, H, N, d). forward_launch takes
-    triton_attention's block_m, block_n, num_warps, num_stages; backward_launch triton_attention_backward's."""
-    return _TritonFlashAttention.apply(Q, K, V, causal, forward_launch or {}, backward_launch or {})
+                           forward_launch: ForwardLaunch | None = None,
+                           backward_launch: BackwardLaunch | None = None) -> torch.Tensor:
+    """Our forward kernel with our backward kernels behind autograd: O (B, H, N, d); a launch left None is the
+    default one."""
+    return _TritonFlashAttention.apply(Q, K, V, causal, forward_launch, backward_launch)

@@ -6,15 +6,26 @@ Here the record is checked to be current and complete (every launch compiled, fo
 compiled again and must give the recorded numbers, and occupancy is checked by hand.
 """
 import json
+from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 
 import pytest
 
-from benchmarks import flash
+from benchmarks import RESULTS, flash
 from engine.efficiency import compiled, records
-from engine.efficiency.compiled import Compiled, Launch
+from engine.efficiency.compiled import Compiled
+from engine.efficiency.launches import (
+    KERNELS,
+    BackwardLaunch,
+    ForwardLaunch,
+    KernelLaunch,
+    gpu_backward_launch,
+    gpu_forward_launch,
+    kernel_launch_of,
+    kernel_launches,
+)
 
-RECORD = records.RESULTS / "flash_compile.json"
+RECORD = RESULTS / "flash_compile.json"
 
 
 def installed_triton() -> str | None:
@@ -33,13 +44,13 @@ def record() -> dict:
 
 
 def test_occupancy_by_hand():
-    launch = Launch("forward", 64, "bf16", False, True, 128, 64, 4, 3)
+    launch = KernelLaunch("forward", 64, "bf16", False, True, 128, 64, 4, 3)
     # 128 registers × 32 lanes = 4096 per warp; 4 warps: 16 Ki registers, so 4 blocks by registers, 3 by shared
     # memory (228 KiB / (64 + 1) KiB) and 16 by threads (2048 / 128)
     assert Compiled(launch, "H100", 128, 0, 64 * 1024, True).blocks_per_sm() == 3
     assert Compiled(launch, "H100", 128, 0, 16 * 1024, True).blocks_per_sm() == 4
     # 255 registers round up to 256 per lane, 8 Ki per warp: one block of 8 warps fills the register file
-    wide = Launch("forward", 128, "bf16", False, True, 128, 64, 8, 3)
+    wide = KernelLaunch("forward", 128, "bf16", False, True, 128, 64, 8, 3)
     assert Compiled(wide, "A100", 255, 0, 16 * 1024, True).blocks_per_sm() == 1
     spilling, too_big = Compiled(launch, "H100", 255, 8, 1024, True), Compiled(launch, "A100", 64, 0, 164 * 1024, True)
     assert not spilling.fits and spilling.blocks_per_sm() == 2, "it runs, with registers spilled to local memory"
@@ -58,7 +69,7 @@ def test_the_record_is_of_these_kernels_and_this_triton(record):
 
 
 def test_every_launch_the_gpu_benchmark_can_make_compiled_for_both_targets(record):
-    recorded = {(compiled.launch_of(r), r["target"]): r for r in record["rows"]}
+    recorded = {(kernel_launch_of(r), r["target"]): r for r in record["rows"]}
     wanted = {(launch, target) for launch in flash.launches() for target in compiled.TARGETS}
     assert set(recorded) == wanted
     assert len(wanted) == 2 * 2 * 2 * 2 * 2 * (len(flash.KERNEL_CONFIGS) + 2 * len(flash.BACKWARD_CONFIGS))
@@ -71,7 +82,7 @@ def test_every_launch_the_gpu_benchmark_can_make_compiled_for_both_targets(recor
 @pytest.mark.parametrize("head_dim", flash.HEAD_DIMS)
 def test_the_default_launches_spill_nothing_on_the_h100(record, head_dim, causal):
     rows = records.default_launch_rows(record, head_dim, causal)
-    assert [r["kernel"] for r in rows if r["target"] == "H100"] == list(compiled.KERNELS)
+    assert [r["kernel"] for r in rows if r["target"] == "H100"] == list(KERNELS)
     for r in rows:
         if r["target"] == "H100":
             assert r["spill_bytes"] == 0 and r["fits"] and r["blocks_per_sm"] >= 1, r
@@ -79,10 +90,10 @@ def test_the_default_launches_spill_nothing_on_the_h100(record, head_dim, causal
 
 @needs_triton
 def test_a_sample_compiles_again_to_the_recorded_numbers(record):
-    sample = [launch for d in flash.HEAD_DIMS for launch in compiled.launches_of(
-        compiled.gpu_forward_launch(d), d, "bf16", False, True)]
-    sample += compiled.launches_of(compiled.gpu_backward_launch(128), 128, "fp16", True, False)
-    recorded = {(compiled.launch_of(r), r["target"]): r for r in record["rows"]}
+    sample = [launch for d in flash.HEAD_DIMS for launch in kernel_launches(
+        gpu_forward_launch(d), d, "bf16", False, True)]
+    sample += kernel_launches(gpu_backward_launch(128), 128, "fp16", True, False)
+    recorded = {(kernel_launch_of(r), r["target"]): r for r in record["rows"]}
     for result in compiled.compile_launches(sample, list(compiled.TARGETS), workers=1):
         row = recorded[result.launch, result.target]
         assert result.as_row() == row, result.launch
@@ -98,7 +109,7 @@ def test_launches_that_do_not_fit_are_dropped_before_timing(tmp_path, monkeypatc
                         shared_bytes=240 * 1024, fits=False, blocks_per_sm=0)]
     data = {"date": "2026-11-26", "triton": "3.9.0", "kernel_source_sha256": "x", "targets": {}, "rows": rows}
     (tmp_path / "flash_compile.json").write_text(json.dumps(data))
-    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    monkeypatch.setattr(flash, "RESULTS", tmp_path)
     unfit = flash.unfit_launches("H100")
     assert unfit == {("forward", 64, False, 64, 64, 4, 2): "spills 32 B per thread",
                      ("backward dQ", 64, False, 128, 32, 8, 3): "needs 240 KiB of shared memory per block"}
@@ -107,9 +118,22 @@ def test_launches_that_do_not_fit_are_dropped_before_timing(tmp_path, monkeypatc
     monkeypatch.setattr(flash, "tune", lambda d, causal, dtype, mode, configs, forward=None: tried.append(configs))
     flash.tuned_configs(64, False, unfit)
     forward, backward = tried
-    assert dict(block_m=64, block_n=64, num_warps=4, num_stages=2) not in forward
+    assert ForwardLaunch(block_m=64, block_n=64, num_warps=4, num_stages=2) not in forward
     assert len(forward) == len(flash.KERNEL_CONFIGS) - 1
     assert [c for c in flash.BACKWARD_CONFIGS if c not in backward] == [
-        c for c in flash.BACKWARD_CONFIGS if (c["block_m2"], c["block_n2"], c["num_warps"]) == (128, 32, 8)]
+        c for c in flash.BACKWARD_CONFIGS if (c.block_m2, c.block_n2, c.num_warps) == (128, 32, 8)]
     assert "dropped before timing" in capsys.readouterr().out
     assert flash.compiler_target("NVIDIA H200") == "H100" and flash.compiler_target("NVIDIA L4") is None
+
+
+def test_a_recorded_launch_reads_back_as_the_launch_it_was():
+    """Launches are data with named fields: the GPU run's tuned configurations (flash_gpu.json, written with asdict)
+    read back by name, whatever their order, and a field of 1 is kept, never dropped as falsy or taken by position."""
+    for launch in flash.KERNEL_CONFIGS + flash.BACKWARD_CONFIGS:
+        assert type(launch)(**json.loads(json.dumps(asdict(launch)))) == launch
+    for configs in records.load_results(RESULTS / "flash_gpu.json")["kernel_configs"].values():
+        assert ForwardLaunch(**configs["forward"]) in flash.KERNEL_CONFIGS  # the tuning chose among these
+        assert BackwardLaunch(**configs["backward"]) in flash.BACKWARD_CONFIGS
+    one_stage = ForwardLaunch(**{"num_stages": 1, "num_warps": 4, "block_n": 16, "block_m": 16})
+    assert (one_stage.block_m, one_stage.num_stages) == (16, 1)
+    assert kernel_launches(one_stage, 64, "bf16", False, True)[0].num_stages == 1

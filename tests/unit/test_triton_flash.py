@@ -7,6 +7,7 @@ the backward, autograd through it.
 """
 import inspect
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -19,6 +20,8 @@ from engine.efficiency.flash import flash_backward, flash_forward, naive_attenti
 from engine.efficiency.triton_flash import (  # noqa: E402
     check_backward_blocks,
     check_settings,
+    default_backward_launch,
+    default_launch,
     triton_attention,
     triton_attention_backward,
     triton_flash_attention,
@@ -37,7 +40,7 @@ CASES = [(40, 16, 16), (64, 32, 16)] if not CUDA else [(1000, 64, 32), (1024, 12
 def test_kernel_is_within_twice_torchs_own_error(N, block_m, block_n, head_dim, dtype, causal):
     g = torch.Generator().manual_seed(N + head_dim)
     Q, K, V = (torch.randn(2, 3, N, head_dim, generator=g).to(DEVICE, dtype) for _ in range(3))
-    O, L = triton_attention(Q, K, V, causal, block_m, block_n)
+    O, L = triton_attention(Q, K, V, causal, replace(default_launch(head_dim), block_m=block_m, block_n=block_n))
     reference = naive_attention(Q.float(), K.float(), V.float(), causal)
     torch_error = (naive_attention(Q, K, V, causal).float() - reference).abs().max()
     ours_error = (O.float() - reference).abs().max()
@@ -57,8 +60,10 @@ def test_backward_is_within_twice_torchs_own_error(N, block_m, block_n, head_dim
     Q, K, V, dO = (torch.randn(2, 3, N, head_dim, generator=g).to(DEVICE, dtype) for _ in range(4))
     inputs = [t.clone().requires_grad_() for t in (Q, K, V)]
     # few queries against many keys for dK, dV; the converse for dQ (default_backward_launch's shape)
-    launch = {"block_m1": block_n, "block_n1": block_m, "block_m2": block_m, "block_n2": block_n}
-    O = triton_flash_attention(*inputs, causal, {"block_m": block_m, "block_n": block_n}, launch)
+    backward = replace(default_backward_launch(head_dim), block_m1=block_n, block_n1=block_m, block_m2=block_m,
+                       block_n2=block_n)
+    forward = replace(default_launch(head_dim), block_m=block_m, block_n=block_n)
+    O = triton_flash_attention(*inputs, causal, forward, backward)
     ours = torch.autograd.grad(O, inputs, dO)
     exact = [t.float().requires_grad_() for t in (Q, K, V)]
     reference = torch.autograd.grad(naive_attention(*exact, causal), exact, dO.float())

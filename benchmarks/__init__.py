@@ -27,10 +27,14 @@ def memory_targets(targets: dict, with_smollm: bool) -> dict:
 
 
 def write_result(name: str, result: dict) -> None:
-    """benchmarks/results/<name>.json, said on the console."""
+    """benchmarks/results/<name>.json, said on the console, and the docs' tables generated again from it."""
+    from benchmarks import tables
+
     out = RESULTS / f"{name}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
+    for page in tables.write():
+        print(f"  and its tables in {page.relative_to(ROOT)}")
 
 
 def finish(name: str, result: dict, failures: list[str]) -> int:

@@ -1,7 +1,8 @@
 """The docs' tables of measurements, generated from benchmarks/results/*.json so that no figure in prose goes stale.
 
 A table sits in a page of docs/ between `<!-- table: NAME -->` and `<!-- end table -->`; this script rewrites every
-such block from the results files, and `--check` (run by tests/unit/test_docs.py) fails where one differs.
+such block from the results files (every benchmark does too, after writing its results), and `--check` (run by
+tests/unit/test_docs.py) fails where one differs.
 Usage: python -m benchmarks.tables [--check]
 """
 from __future__ import annotations
@@ -47,8 +48,9 @@ def classes(name: str) -> str:
     """One row per class of a `benchmarks.class_size` run."""
     record = results(name)
     body = [[str(c["students"]), seconds(c["open"]["p95_s"]), seconds(c["change"]["p50_s"]),
-             seconds(c["change"]["p95_s"]), seconds(c["change"]["p99_s"]), str(c["open"]["errors"] + c["change"]["errors"]),
-             measured(c["server"]["cores_mean"], ".2f"), measured(c["server"]["rss_mb_max"], ",.0f")]
+             seconds(c["change"]["p95_s"]), seconds(c["change"]["p99_s"]),
+             str(c["open"]["errors"] + c["change"]["errors"]), measured(c["server"]["cores_mean"], ".2f"),
+             measured(c["server"]["rss_mb_max"], ",.0f")]
             for c in record["classes"]]
     header = ["students", "first page p95", "change p50", "change p95", "change p99", "errors", "server cores",
               "resident memory, most (MiB)"]
@@ -153,9 +155,19 @@ def main() -> int:
         pages = stale()
         print("\n".join(f"{p}: stale, run python -m benchmarks.tables" for p in pages) or "every table is current")
         return 1 if pages else 0
-    for page in sorted(DOCS.glob("*.md")):
-        page.write_text(render(page.read_text()))
+    write()
     return 0
+
+
+def write() -> list[Path]:
+    """Every docs page's tables generated again; the pages that changed."""
+    changed = []
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text()
+        if (rendered := render(text)) != text:
+            page.write_text(rendered)
+            changed.append(page)
+    return changed
 
 
 if __name__ == "__main__":

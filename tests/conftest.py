@@ -5,6 +5,12 @@ import torch
 # gensim's reference computations are many small BLAS calls: one thread each is faster than two
 # threads fighting a busy 2-core machine (measured 10-15x slower with the default).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# torch's own operators likewise, set before torch starts its OpenMP pool: the two pytest-xdist workers share two
+# cores with the browser tests' chromium and servers, and a worker's second OpenMP thread only fights them
+# (SmolLM2's batching tests: 46 s alone, 266 to 335 s inside the suite with the default). The app's server already
+# runs torch on one thread (ui/server.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 # the suite's sessions, in AppTest and in the servers it starts, rerun without pause on purpose: ui/pace.py would
 # make them wait as it makes a flooding tab wait (its own tests set the share they check)
 os.environ.setdefault("HOW_LMS_PACE_SHARE", "1")

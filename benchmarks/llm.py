@@ -212,7 +212,7 @@ def arrival_row(tickets: list, seconds: float, new_tokens: int, cap: int) -> dic
     """Times to first token of requests arriving every ARRIVAL_GAP s, and how many decoded at once at most: at
     each first token, the requests that had begun and not yet ended."""
     first = sorted(t.first_token - t.submitted for t in tickets)
-    in_flight = max(sum(u.first_token <= t.first_token < u.finished for u in tickets) for t in tickets)
+    in_flight = max(sum(u.first_token <= t.first_token < u.ended for u in tickets) for t in tickets)
     return {"gap_s": ARRIVAL_GAP, "new_tokens": new_tokens, "cache_cap_tokens": cap, "seconds": round(seconds, 1),
             "p50_first_token_s": round(statistics.median(first), 3),
             "p95_first_token_s": round(first[math.ceil(0.95 * len(first)) - 1], 3),

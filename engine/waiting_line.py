@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
@@ -26,9 +27,6 @@ class State(enum.Enum):
     DROPPED = "dropped"  # every watcher left before it ended: taken out of the line, or stopped while running
 
 
-ENDED = {State.DONE, State.FAILED, State.DROPPED}
-
-
 class LineFull(InputError):
     """Too many requests already wait: the message says so and what to do (a page shows it as a notice)."""
 
@@ -40,6 +38,7 @@ class Entry:
     watchers: set[Hashable] = field(default_factory=set)
     state: State = State.WAITING
     error: BaseException | None = None
+    ended: float | None = None  # monotonic time it ended
     done: threading.Event = field(default_factory=threading.Event)  # set once it has ended, however
 
 
@@ -101,16 +100,16 @@ class WaitingLine(Generic[E]):
     def end(self, entry: E, state: State, error: BaseException | None = None) -> None:
         """The entry has ended, with state (and the error it failed with); its watchers are woken."""
         self.forget(entry)
-        entry.state, entry.error = state, error
+        entry.state, entry.error, entry.ended = state, error, time.monotonic()
         entry.done.set()
 
-    def drop_all(self) -> list[E]:
-        """Empty the line (its owner is shutting down): every waiting entry ends, dropped."""
-        dropped = list(self._line)
+    def end_all(self, state: State, error: BaseException | None = None) -> list[E]:
+        """Empty the line, every waiting entry ended with state (its owner shuts down, or cannot run them)."""
+        ended = list(self._line)
         self._line.clear()
-        for entry in dropped:
-            self.end(entry, State.DROPPED)
-        return dropped
+        for entry in ended:
+            self.end(entry, state, error)
+        return ended
 
     def __len__(self) -> int:
         return len(self._line)

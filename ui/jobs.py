@@ -180,7 +180,7 @@ class JobQueue:
         """Let the workers end after the jobs they are running (for tests); jobs still in line are dropped."""
         with self._lock:
             self._closed = True
-            self.line.drop_all()
+            self.line.end_all(State.DROPPED)
             self._lock.notify_all()
 
 

@@ -36,7 +36,6 @@ class Ticket(Entry):
     sequence: Sequence | None = None  # once it has joined the batch
     submitted: float = field(default_factory=time.monotonic)
     first_token: float | None = None  # monotonic time its first token was drawn
-    finished: float | None = None
 
     @property
     def decoding(self) -> bool:
@@ -94,8 +93,7 @@ class BatchServer:
         except Exception as error:  # noqa: BLE001  (handed to the requests that waited for the loop)
             with self._lock:
                 self._looping = False
-                while len(self.line):
-                    self._finish(self.line.take(), State.FAILED, error)
+                self.line.end_all(State.FAILED, error)
             raise
 
     def cancel(self, ticket: Ticket, watcher) -> None:
@@ -121,9 +119,9 @@ class BatchServer:
             with self._lock:
                 self._looping = False
                 self.batch.sequences.clear()
-                running = [self.line.take() for _ in range(len(self.line))] + list(self._decoding.values())
-                for ticket in running:
-                    self._finish(ticket, State.FAILED, error)
+                self.line.end_all(State.FAILED, error)
+                for ticket in self._decoding.values():
+                    self.line.end(ticket, State.FAILED, error)
                 self._decoding.clear(), self._cancelled.clear()
             raise
         if again:
@@ -138,7 +136,7 @@ class BatchServer:
                     if not ticket.done.is_set():  # its join may have failed meanwhile
                         self.batch.drop(ticket.sequence)
                         del self._decoding[ticket.sequence]
-                        self._finish(ticket, State.DROPPED)
+                        self.line.end(ticket, State.DROPPED)
                 self._cancelled.clear()
                 joining = []
                 stepping_aside = len(self.line) > 0 and not fresh and yielding()
@@ -162,7 +160,7 @@ class BatchServer:
         except Exception as error:  # noqa: BLE001  (retried one by one below)
             if len(tickets) == 1:
                 with self._lock:
-                    self._finish(tickets[0], State.FAILED, error)
+                    self.line.end(tickets[0], State.FAILED, error)
                 return
             for ticket in tickets:
                 self._join([ticket])
@@ -183,16 +181,12 @@ class BatchServer:
                     if sequence.finished:
                         del self._decoding[sequence]
                         self._cancelled.discard(ticket)
-                        self._finish(ticket, State.DONE)
+                        self.line.end(ticket, State.DONE)
             self.batch.advance()
         except Exception as error:  # noqa: BLE001  (a fault in the step: its requests fail, the server goes on)
             with self._lock:
                 self.batch.sequences.clear()
                 for ticket in self._decoding.values():
-                    self._finish(ticket, State.FAILED, error)
+                    self.line.end(ticket, State.FAILED, error)
                 self._decoding.clear()
                 self._cancelled.clear()
-
-    def _finish(self, ticket: Ticket, state: State, error: BaseException | None = None) -> None:
-        ticket.finished = time.monotonic()
-        self.line.end(ticket, state, error)

@@ -180,7 +180,7 @@ def test_the_server_queues_past_its_caps_shares_requests_and_frees_a_cancelled_s
     server.cancel(second, "b")
     assert third.done.wait(60) and first.done.wait(60)
     assert second.state is State.DROPPED and 2 <= len(second.steps) < requests[1].max_new_tokens
-    assert third.first_token < first.finished  # it joined in the freed slot while the first still decoded
+    assert third.first_token < first.ended  # it joined in the freed slot while the first still decoded
     assert [g.token for g in third.steps] == references[2][0]
     assert [g.token for g in first.steps] == [g.token for g in generation.stream(lm, list(long.ids), 30)]
     assert server.decoding == 0 and server.waiting == 0
@@ -228,7 +228,7 @@ def test_a_loop_stepping_aside_for_other_work_still_serves_the_line_it_found(lm,
         assert time.monotonic() < deadline and not first.done.wait(0.01)
     late = server.submit(requests[2], "c")  # arrives while the first turn decodes: it waits for the next turn
     assert late.done.wait(60) and first.done.wait(60) and second.done.wait(60)
-    assert late.first_token > max(first.finished, second.finished) and len(turns) == 2
+    assert late.first_token > max(first.ended, second.ended) and len(turns) == 2
     assert [[g.token for g in t.steps] for t in (first, second, late)] == [references[i][0] for i in (0, 3, 2)]
 
 

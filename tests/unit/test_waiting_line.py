@@ -59,6 +59,10 @@ def test_an_ended_entry_wakes_its_watchers_and_is_joined_no_more(line):
 
 def test_emptying_the_line_ends_every_waiting_entry(line):
     a, b = join(line, "s", "a"), join(line, "s", "b")
-    assert line.drop_all() == [a, b] and len(line) == 0
-    assert {a.state, b.state} == {State.DROPPED} and a.done.is_set() and b.done.is_set()
+    assert line.end_all(State.DROPPED) == [a, b] and len(line) == 0
+    assert {a.state, b.state} == {State.DROPPED} and a.done.is_set() and b.done.is_set() and a.ended <= b.ended
     assert join(line, "s", "a") is not a
+    c = join(line, "s", "c")
+    error = RuntimeError("the batch's loop could not start")
+    line.end_all(State.FAILED, error)
+    assert c.state is State.FAILED and c.error is error

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 HEALTH = "/_stcore/health"  # Streamlit answers 200 "ok" once its runtime is up
@@ -32,17 +33,30 @@ def healthy(url: str) -> bool:
         return False
 
 
-def wait_started(process, url: str, seconds: float) -> None:
-    """Until `url` answers its health check. `process` is a Server or a serve.proxy.Proxy (`proc`, `output()`,
-    `stop()`); if it exits or the time is up, it is stopped and a RuntimeError ends with what it printed."""
+def port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_until(process, ready: Callable[[], bool], seconds: float, what: str) -> None:
+    """Until ready(). `process` is a Server or a serve.proxy.Proxy (`proc`, `output()`, `stop()`); if it exits or
+    the time is up, it is stopped and a RuntimeError says `what` did not happen and ends with what it printed."""
     deadline = time.monotonic() + seconds
-    while not healthy(url):
+    while not ready():
         if process.proc.poll() is not None or time.monotonic() > deadline:
             output = process.output()
             process.stop()
-            raise RuntimeError(f"{url}{HEALTH} did not answer 200 (in {seconds:.0f} s, or before the process "
-                               f"exited); it printed:\n{output[-3000:]}")
+            raise RuntimeError(f"{what} (in {seconds:.0f} s, or before the process exited); it printed:\n"
+                               f"{output[-3000:]}")
         time.sleep(0.3)
+
+
+def wait_started(process, url: str, seconds: float) -> None:
+    """Until `url` answers its health check (see wait_until)."""
+    wait_until(process, lambda: healthy(url), seconds, f"{url}{HEALTH} did not answer 200")
 
 
 def stop_group(proc: subprocess.Popen, seconds: float = 15) -> None:
@@ -69,17 +83,7 @@ class Server:
             [sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + BOOT_S
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    output = self.output()[-3000:]
-                    self.stop()
-                    raise RuntimeError(f"streamlit did not open port {self.port} within {BOOT_S} s:\n{output}")
-                time.sleep(0.3)
+        wait_until(self, lambda: port_open(self.port), BOOT_S, f"streamlit did not open port {self.port}")
         self.url = f"http://127.0.0.1:{self.port}"
 
     def output(self) -> str:

@@ -86,8 +86,12 @@ def memory() -> str:
     return rows(["the server, with SmolLM2 loaded", "measured", "resident set, most"], body, "load", "class_size")
 
 
+def span(values: list[float]) -> str:
+    return f"{min(values):.2f}x to {max(values):.2f}x" if values else "—"
+
+
 def flash_gpu(name: str = "flash_gpu") -> str:
-    """Our Triton kernels against SDPA's flash backend on the recorded GPU, by mode and length."""
+    """Our Triton kernels against SDPA's flash and cuDNN backends on the recorded GPU, by mode and length."""
     record = results(name)
     body = []
     for mode in ("forward", "forward+backward"):
@@ -95,14 +99,42 @@ def flash_gpu(name: str = "flash_gpu") -> str:
             picked = [s for s in record["summary"] if s["mode"] == mode and lo <= s["N"] <= hi]
             if not picked:
                 continue
-            ratios = [s["ours_over_sdpa_flash"] for s in picked]
-            span = f"N = {lo}" if lo == hi else f"N ≥ {lo}"
-            body.append([mode, span, f"{min(ratios):.2f}x to {max(ratios):.2f}x",
+            cudnn = [s["ours_over_sdpa_cudnn"] for s in picked if s.get("ours_over_sdpa_cudnn")]
+            flash = [s["ours_over_sdpa_flash"] for s in picked]
+            body.append([mode, f"N = {lo}" if lo == hi else f"N ≥ {lo}", span(flash), span(cudnn),
                          f"{max(s['ours_fraction_of_peak'] for s in picked):.0%}"])
     versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
     head = f"{record['device']}, {day(record)} ({versions}); each row over d = 64 and 128, causal or not, bf16, fp16:"
-    return head + "\n\n" + rows(["mode", "length", "ours over SDPA flash (TFLOP/s)", "best share of dense bf16 peak"],
+    return head + "\n\n" + rows(["mode", "length", "ours over SDPA flash (TFLOP/s)", "ours over SDPA cuDNN",
+                                 "best share of dense bf16 peak"], body, name)
+
+
+def flash_fp8(name: str = "flash_fp8") -> str:
+    """Our FP8 forward against our bf16 forward and SDPA's cuDNN, at each setting's longest and shortest N."""
+    record = results(name)
+    body = [[f"{r['d']}", "yes" if r["causal"] else "no", f"{r['N']:,}",
+             *(f"{r['tflops'][m]:.0f}" for m in ("ours bf16", "ours fp8 (inputs in e4m3)", "SDPA cuDNN bf16")),
+             f"{r['fp8_over_ours_bf16']:.2f}x", f"{r['error_against_ours_bf16']['ours fp8 (inputs in e4m3)']:.1e}"]
+            for r in record["rows"] if r["N"] in (4096, 16384)]
+    head = (f"{record['device']}, {day(record)}, TFLOP/s, FP8 on inputs already in e4m3 (as FlashAttention-3 reports "
+            f"it); error ‖O_fp8 − O_bf16‖ / ‖O_bf16‖, bound {record['bound']:.0e}:")
+    return head + "\n\n" + rows(["d", "causal", "N", "ours bf16", "ours fp8", "cuDNN bf16", "fp8 over bf16", "error"],
                                 body, name)
+
+
+def flash_dip(name: str = "flash_dip") -> str:
+    """Our forward over SDPA flash at N = 2048 with and without a host-bound call before it in the round, and with and
+    without the spin that covers the host's launch."""
+    record = results(name)
+    body = []
+    for tiled, cover in ((True, False), (True, True), (False, False)):
+        picked = [r["ours_over_sdpa_flash"] for r in record["rows"]
+                  if r["tiled_in_round"] == tiled and r["cover_launch"] == cover]
+        body.append(["yes" if tiled else "no", "yes" if cover else "no", span(picked)])
+    return (f"{record['device']}, {day(record)}, N = {record['N']}, each row over d = 64 and 128, causal or not, bf16 "
+            "and fp16, each timed first:\n\n"
+            + rows(["torch tiled loop in the round", "spin before each timed call", "ours over SDPA flash"], body,
+                   name))
 
 
 def accessibility() -> str:
@@ -133,6 +165,8 @@ TABLES = {
     "class_size_stress": stress,
     "memory": memory,
     "flash_gpu": flash_gpu,
+    "flash_fp8": flash_fp8,
+    "flash_dip": flash_dip,
     "accessibility": accessibility,
     "results": index,
 }

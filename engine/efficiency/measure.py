@@ -92,6 +92,9 @@ class Timing:
         return min(self.seconds), max(self.seconds)
 
 
+# A spin queued on the GPU ahead of each timed call, about 1 ms at Hopper's 1.98 GHz: while the GPU spins, the host
+# queues the call behind it, so the start event fires with the call's first kernel already waiting
+LAUNCH_COVER_CYCLES = 2_000_000
 _THREAD_COUNT = threading.Lock()  # torch_threads' blocks, one at a time per process
 
 
@@ -121,10 +124,11 @@ def own_thread_count() -> None:
 
 
 def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
-                     device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
+                     device: str = "cpu", clock: Callable[[], float] = time.perf_counter,
+                     cover_launch: bool = True) -> dict[str, Timing]:
     """Time every candidate `repeats` times in round robin after `warmup` untimed rounds, so a burst of load
     on a shared machine falls on all of them rather than on one. On CUDA, events time each call on the GPU
-    (see _cuda_events for what that includes)."""
+    (see _cuda_events for what that includes, and what cover_launch=False leaves in)."""
     if repeats < 1:
         raise InputError("repeats must be at least 1")
 
@@ -133,7 +137,7 @@ def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int =
         for name in order:
             candidates[name]()
     if device.startswith("cuda"):
-        return _cuda_events(candidates, order, repeats)
+        return _cuda_events(candidates, order, repeats, cover_launch)
     seconds: dict[str, list[float]] = {name: [] for name in order}
     for _ in range(repeats):
         for name in order:
@@ -143,17 +147,27 @@ def time_interleaved(candidates: dict[str, Callable[[], object]], repeats: int =
     return {name: Timing(s) for name, s in seconds.items()}
 
 
-def _cuda_events(candidates: dict[str, Callable[[], object]], order: Sequence[str], repeats: int) -> dict[str, Timing]:
+def _cuda_events(candidates: dict[str, Callable[[], object]], order: Sequence[str], repeats: int,
+                 cover_launch: bool = True) -> dict[str, Timing]:
     """The GPU's clock between two events recorded around each call. Nothing synchronises between calls, so the
     host launches ahead and the GPU runs the calls back to back: no gap between calls is counted. Inside one
     call the span includes every idle gap between its own kernels while the GPU waits for the host's next
     launch: kernel time for one fused kernel, kernel time plus launch gaps for a launch-bound loop of small
-    kernels (the torch tiled method), which is what that method costs."""
+    kernels (the torch tiled method), which is what that method costs.
+
+    A call that follows a host-bound one (that tiled loop) finds the GPU idle, and its start event would fire
+    before the host has even queued its first kernel, counting the host's own launch path: about 0.24 ms of
+    Python for our Triton kernel on an H200, which put it at 0.80-1.06x SDPA flash at N = 2048 instead of
+    1.36-1.48x (issue 48's "dip", benchmarks/results/flash_dip.json).
+    So a spin of LAUNCH_COVER_CYCLES is queued before each start event (cover_launch): the host queues the call
+    while the GPU spins, and the span starts with the call's first kernel waiting."""
     events = {name: [] for name in order}
     torch.cuda.synchronize()
     for _ in range(repeats):
         for name in order:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if cover_launch:
+                torch.cuda._sleep(LAUNCH_COVER_CYCLES)
             start.record()
             candidates[name]()
             end.record()

@@ -17,8 +17,9 @@ HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
 NUMBER = (int, float)
 ROW = {"method": str, "N": int, "d": int, "causal": bool, "dtype": str, "batch": int, "heads": int,
        "ms": NUMBER, "ms_min": NUMBER, "ms_max": NUMBER, "tflops": NUMBER, "peak_mib": NUMBER, "note": str,
-       "mode": str}
-OPTIONAL = {"ms", "ms_min", "ms_max", "tflops", "peak_mib"}  # null for a refused method
+       "mode": str, "error": NUMBER}
+# null for a refused method; `error` also in files recorded before every method was checked against SDPA
+OPTIONAL = {"ms", "ms_min", "ms_max", "tflops", "peak_mib", "error"}
 DEFAULTS = {"mode": FORWARD}  # files recorded before the backward was timed hold forward passes only
 assert set(ROW) == {f.name for f in fields(Point)}, "the schema must follow the rows sweep.measure writes"
 

@@ -26,13 +26,16 @@ TILED = "tiled (torch, ours)"
 SDPA = "torch SDPA"
 TRITON = "Triton kernel (ours)"
 LENGTHS = tuple(2**k for k in range(8, 15))  # N from 256 to 16k
-# on a GPU, each of torch's SDPA backends on its own
-SDPA_BACKENDS = {"SDPA flash": "FLASH_ATTENTION", "SDPA memory-efficient": "EFFICIENT_ATTENTION", "SDPA math": "MATH"}
+# on a GPU, each of torch's SDPA backends on its own: flash is FlashAttention-2; cuDNN's fused attention is the
+# faster peer on Hopper (FlashAttention-3 paper, fig. 5), so it is the bar there
+SDPA_FLASH, SDPA_CUDNN = "SDPA flash", "SDPA cuDNN"
+SDPA_BACKENDS = {SDPA_FLASH: "FLASH_ATTENTION", SDPA_CUDNN: "CUDNN_ATTENTION",
+                 "SDPA memory-efficient": "EFFICIENT_ATTENTION", "SDPA math": "MATH"}
 FORWARD, FORWARD_BACKWARD = "forward", "forward+backward"  # what one timed call runs
 MODES = (FORWARD, FORWARD_BACKWARD)
 BACKWARD_OVER_FORWARD_FLOPS = 2.5  # five N²·d products against two
-# our kernel's output (and gradients) against SDPA's in the same dtype, ‖ours − SDPA‖ / ‖SDPA‖: bf16 rounding
-# alone gives a few 1e-3, a wrong mask or a wrong statistic tenths
+# each method's output (and gradients) against torch SDPA's in the same dtype, ‖method − SDPA‖ / ‖SDPA‖: bf16
+# rounding alone gives a few 1e-3, a wrong mask or a wrong statistic tenths
 AGREEMENT = 2e-2
 
 
@@ -90,6 +93,7 @@ class Point:
     peak_mib: float | None
     note: str = ""
     mode: str = FORWARD
+    error: float | None = None  # ‖O − O_SDPA‖ / ‖O_SDPA‖ (the largest over O, dQ, dK, dV), checked before timing
 
 
 def _sdpa(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -137,13 +141,15 @@ def _relative_error(ours: Sequence[torch.Tensor], reference: Sequence[torch.Tens
 def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "cpu",
             dtype: torch.dtype = torch.float32, batch: int = 1, heads: int = 1, block: int = 256,
             naive_budget: int = 256 * 2**20, repeats: int = 5, kernel: ForwardLaunch | None = None,
-            mode: str = FORWARD, backward_kernel: BackwardLaunch | None = None) -> list[Point]:
+            mode: str = FORWARD, backward_kernel: BackwardLaunch | None = None,
+            cover_launch: bool = True) -> list[Point]:
     """Every chosen method at one N: timed in turn (interleaved), then each one's peak memory on its own.
     mode FORWARD_BACKWARD times O and then dQ, dK, dV from a random dO through autograd.
 
     A method that cannot run (naive past its memory budget, an error from SDPA's backend for this shape or
-    dtype) comes back with ms None and the reason in its note, and the others go on. Our kernel is first
-    checked against torch SDPA on the same inputs (AGREEMENT) and refused if it disagrees.
+    dtype) comes back with ms None and the reason in its note, and the others go on. Each method is first
+    checked against torch SDPA's default on the same inputs (AGREEMENT) and refused if it disagrees, so every
+    time in a row is the time of a right answer.
     """
     backward = mode == FORWARD_BACKWARD
     g = torch.Generator(device=device).manual_seed(N)
@@ -170,32 +176,33 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
         O = fn(Q, K, V, causal)
         return (O, *torch.autograd.grad(O, (Q, K, V), dO)) if backward else (O,)
 
-    points = []
+    points, errors = [], {}
     with torch.set_grad_enabled(backward):
+        reference = call(_sdpa)
         for name, fn in list(runnable.items()):  # a backend that rejects this shape is refused, not fatal
             try:
                 result = call(fn)
-                if name == TRITON:
-                    error = _relative_error(result, call(_sdpa))
-                    if error > AGREEMENT:
-                        raise ArithmeticError(f"disagrees with torch SDPA: relative error {error:.2e}")
+                errors[name] = _relative_error(result, reference)
                 del result
+                if errors[name] > AGREEMENT:
+                    raise ArithmeticError(f"disagrees with torch SDPA: relative error {errors[name]:.2e}")
             except Exception as error:  # out of memory, a backend without a kernel for this shape, a compile error
                 refused[name] = f"failed: {(str(error).splitlines() or [type(error).__name__])[0][:160]}"
                 del runnable[name]
+        del reference
         # the probe call above was each method's warm-up
         timings = time_interleaved({name: (lambda fn=fn: call(fn)) for name, fn in runnable.items()},
-                                   repeats=repeats, warmup=0, device=device)
+                                   repeats=repeats, warmup=0, device=device, cover_launch=cover_launch)
         flops = attention_flops(batch, heads, N, d, causal, mode)
         for name, timing in timings.items():
             peak = peak_memory(lambda fn=runnable[name]: call(fn), device)
             low, high = timing.spread
             points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
                                 timing.median * 1e3, low * 1e3, high * 1e3, flops / timing.median / 1e12,
-                                peak / 2**20, mode=mode))
+                                peak / 2**20, mode=mode, error=errors[name]))
     for name, reason in refused.items():
         points.append(Point(name, N, d, causal, str(dtype).removeprefix("torch."), batch, heads,
-                            None, None, None, None, None, reason, mode))
+                            None, None, None, None, None, reason, mode, errors.get(name)))
     return points
 
 

@@ -1,0 +1,129 @@
+"""Our FP8 (e4m3) forward beside our bf16 forward and SDPA's cuDNN and flash backends, as ratios in one run.
+
+d = 64 and 128, causal and not, N from 2k to 16k at FlashAttention's shape (batch × N = 16k tokens, d_model =
+2048). The FP8 launch is chosen per setting at N = 8192 among FP8_CONFIGS; our bf16 forward takes the launch the
+last GPU sweep recorded (benchmarks/results/flash_gpu.json). The FP8 kernel is timed on inputs already in e4m3, as
+FlashAttention-3 reports its FP8 speed, and again with the quantization of Q, K and V included. Its error is
+‖O_fp8 − O_bf16‖ / ‖O_bf16‖ against our bf16 kernel's output at every point, and against float32 at N = 2048.
+Goal (issue 48): FP8 >= 1.3x our bf16 forward at N >= 4k, with its error within triton_fp8.FP8_RELATIVE_ERROR.
+Writes benchmarks/results/flash_fp8.json. Needs a CUDA GPU of compute capability 8.9 or more.
+Usage: python -m benchmarks.flash_fp8
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import torch
+
+from benchmarks import write_result
+from benchmarks.flash import dense_bf16_peak, header
+from benchmarks.flash_dip import recorded_launch
+from engine.efficiency import sweep
+from engine.efficiency.flash import naive_attention
+from engine.efficiency.launches import ForwardLaunch
+from engine.efficiency.measure import time_interleaved
+from engine.efficiency.triton_flash import triton_attention
+from engine.efficiency.triton_fp8 import FP8_RELATIVE_ERROR, fp8_attention, quantize
+
+FP8_CONFIGS = [ForwardLaunch(128, 64, 4, 3), ForwardLaunch(128, 128, 4, 3), ForwardLaunch(128, 64, 8, 3),
+               ForwardLaunch(128, 128, 8, 3)]
+LENGTHS = (2048, 4096, 8192, 16384)
+OURS_BF16, OURS_FP8, OURS_FP8_QUANTIZING = "ours bf16", "ours fp8 (inputs in e4m3)", "ours fp8 with quantizing"
+CUDNN, FLASH = "SDPA cuDNN bf16", "SDPA flash bf16"
+
+
+def inputs(N: int, d: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator(device="cuda").manual_seed(N)
+    shape = (sweep.tokens_per_batch(N), sweep.heads_for(d), N, d)
+    return tuple(torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+
+
+def relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def tune(d: int, causal: bool) -> ForwardLaunch | None:
+    Q, K, V = inputs(8192, d)
+    ran = {}
+    for launch in FP8_CONFIGS:
+        try:
+            quantized = quantize(Q, K, V, launch)
+            fp8_attention(quantized, causal)
+            ran[launch] = lambda q=quantized: fp8_attention(q, causal)
+        except Exception as error:  # a launch the compiler refuses: said, and the others go on
+            print(f"  d = {d}, causal = {causal}, {launch}: failed: {str(error).splitlines()[0][:160]}")
+    if not ran:
+        return None
+    timings = time_interleaved({str(launch): fn for launch, fn in ran.items()}, repeats=5, device="cuda")
+    best = min(ran, key=lambda launch: timings[str(launch)].median)
+    print(f"  d = {d}, causal = {causal}: fp8 launch {best} at {timings[str(best)].median * 1e3:.3f} ms")
+    return best
+
+
+def run() -> dict:
+    name = torch.cuda.get_device_name()
+    peak = dense_bf16_peak(name)
+    result = header(name) | {"dense_bf16_peak_tflops": peak, "bound": FP8_RELATIVE_ERROR, "launches": {}, "rows": []}
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def sdpa(backend):
+        def call(Q, K, V, causal):
+            with sdpa_kernel(backend):
+                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+        return call
+
+    for d, causal in itertools.product((64, 128), (False, True)):
+        fp8_launch, bf16_launch = tune(d, causal), recorded_launch(d, causal)
+        result["launches"][f"d{d}_{'causal' if causal else 'full'}"] = {
+            "fp8": fp8_launch and vars(fp8_launch), "bf16": bf16_launch and vars(bf16_launch)}
+        if fp8_launch is None:
+            continue
+        for N in LENGTHS:
+            Q, K, V = inputs(N, d)
+            quantized = quantize(Q, K, V, fp8_launch)
+            calls = {OURS_BF16: lambda: triton_attention(Q, K, V, causal, bf16_launch)[0],
+                     OURS_FP8: lambda: fp8_attention(quantized, causal),
+                     OURS_FP8_QUANTIZING: lambda: fp8_attention(quantize(Q, K, V, fp8_launch), causal),
+                     CUDNN: lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(Q, K, V, causal),
+                     FLASH: lambda: sdpa(SDPBackend.FLASH_ATTENTION)(Q, K, V, causal)}
+            outputs, refused = {}, {}
+            for method, call in list(calls.items()):
+                try:
+                    outputs[method] = call()
+                except Exception as error:  # a backend without a kernel for this shape
+                    refused[method] = str(error).splitlines()[0][:160]
+                    del calls[method]
+            bf16 = outputs[OURS_BF16]
+            errors = {method: relative(out, bf16) for method, out in outputs.items()}
+            float32_error = relative(outputs[OURS_FP8], naive_attention(Q.float(), K.float(), V.float(), causal)) \
+                if N == 2048 else None
+            del outputs
+            timings = time_interleaved(calls, repeats=10, device="cuda")
+            flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)
+            row = {"d": d, "causal": causal, "N": N, "batch": Q.shape[0], "heads": Q.shape[1], "refused": refused,
+                   "error_against_ours_bf16": errors, "fp8_error_against_float32": float32_error,
+                   "tflops": {m: flops / t.median / 1e12 for m, t in timings.items()},
+                   "ms": {m: t.median * 1e3 for m, t in timings.items()}}
+            tflops = row["tflops"]
+            row["fp8_over_ours_bf16"] = tflops[OURS_FP8] / tflops[OURS_BF16]
+            row["fp8_over_cudnn"] = tflops[OURS_FP8] / tflops[CUDNN] if CUDNN in tflops else None
+            result["rows"].append(row)
+            print(f" d = {d:<3} causal = {causal!s:<5} N = {N:<6} " + ", ".join(
+                f"{m} {v:.0f}" for m, v in tflops.items()) + f" TFLOP/s; fp8 / bf16 {row['fp8_over_ours_bf16']:.2f}x, "
+                f"fp8 error {errors[OURS_FP8]:.2e}" + (f" ({float32_error:.2e} against float32)"
+                                                      if float32_error is not None else ""))
+        write_result("flash_fp8", result)  # after each setting, so a run cut short keeps what it measured
+    return result | {"complete": True}
+
+
+def main() -> None:
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
+        raise SystemExit("benchmarks.flash_fp8 needs a CUDA GPU with FP8 tensor cores (compute capability >= 8.9)")
+    started = time.monotonic()
+    result = run()
+    write_result("flash_fp8", result | {"seconds": round(time.monotonic() - started)})
+
+
+if __name__ == "__main__":
+    main()

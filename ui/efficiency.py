@@ -2,7 +2,7 @@
 playable in the browser, and recorded timing results drawn against N."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -11,7 +11,7 @@ import streamlit as st
 import torch
 from plotly.subplots import make_subplots
 
-from engine.efficiency import compiled, records
+from engine.efficiency import compiled, published, records
 from engine.efficiency.flash import TileStep
 from engine.efficiency.online_softmax import SoftmaxTrace, prefix_softmax
 from engine.efficiency.sweep import format_bytes
@@ -144,14 +144,18 @@ def by_method(rows: Sequence[dict], key: str) -> tuple[list[int], dict[str, list
     return lengths, series
 
 
-def sweep_figures(rows: Sequence[dict], speed: str = "ms") -> None:
-    """Time (or TFLOP/s) and peak memory against N, side by side, one line per method."""
+def sweep_figures(rows: Sequence[dict], speed: str = "ms", references: Mapping[str, float] | None = None) -> None:
+    """Time (or TFLOP/s) and peak memory against N, side by side, one line per method; `references` adds each
+    published TFLOP/s at engine.efficiency.published.N as a dashed point of its own."""
     left, right = st.columns(2)
     lengths, values = by_method(rows, speed)
+    dashed = list(references or {}) if published.N in lengths else []
+    for name in dashed:
+        values[name] = [references[name] if n == published.N else None for n in lengths]
     y_title = "median ms per call" if speed == "ms" else "TFLOP/s"
     with left:
         figures.show(figures.lines(lengths, values, title="Time" if speed == "ms" else "Throughput", x_title="N",
-                                   y_title=y_title, log_x=True, log_y=speed == "ms"))
+                                   y_title=y_title, log_x=True, log_y=speed == "ms", dashed=dashed))
     with right:
         lengths, peaks = by_method(rows, "peak_mib")
         figures.show(figures.lines(lengths, peaks, title="Peak memory", x_title="N", y_title="MiB",
@@ -169,6 +173,25 @@ def sweep_table(rows: Sequence[dict]) -> None:
     }, hide_index=True, column_config={"median ms": st.column_config.NumberColumn(format="%.3f"),
                                        "TFLOP/s": st.column_config.NumberColumn(format="%.3f"),
                                        "peak MiB": st.column_config.NumberColumn(format="%.2f")})
+
+
+def fp8_table(record: dict, head_dim: int, causal: bool) -> None:
+    """benchmarks.flash_fp8's rows at this head dim and mask: TFLOP/s of each method (its column) by N, FP8's ratio
+    and error."""
+    rows = [r for r in record["rows"] if r["d"] == head_dim and r["causal"] == causal]
+    if not rows:
+        st.warning(f"No recorded FP8 rows for d = {head_dim}, causal = {causal}.", icon=":material/warning:")
+        return
+    methods = list(rows[0]["tflops"])
+    fp8 = next(m for m in methods if "fp8" in m)
+    tables.dataframe({"N": [r["N"] for r in rows]}
+                     | {m: [r["tflops"].get(m) for r in rows] for m in methods}
+                     | {"FP8 / our bf16": [r["fp8_over_ours_bf16"] for r in rows],
+                        "FP8 error": [r["error_against_ours_bf16"][fp8] for r in rows]},
+                     hide_index=True, column_config={
+                         **{m: st.column_config.NumberColumn(format="%.0f") for m in methods},
+                         "FP8 / our bf16": st.column_config.NumberColumn(format="%.2fx"),
+                         "FP8 error": st.column_config.NumberColumn(format="%.1e")})
 
 
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:

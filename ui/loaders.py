@@ -198,6 +198,13 @@ def flash_results(machine: str) -> dict | None:
 
 
 @st.cache_data(show_spinner=False)
+def fp8_results() -> dict | None:
+    """benchmarks/results/flash_fp8.json as `python -m benchmarks.flash_fp8` wrote it, or None; a broken file raises
+    ModelFileError with the reason."""
+    return records.load_fp8(RESULTS / "flash_fp8.json")
+
+
+@st.cache_data(show_spinner=False)
 def compile_record() -> dict | None:
     """benchmarks/results/flash_compile.json as `python -m benchmarks.flash_compile` wrote it, or None; a broken
     file raises ModelFileError with the reason."""

@@ -3,10 +3,10 @@ import threading
 import streamlit as st
 import torch
 
-from engine.efficiency import sweep
+from engine.efficiency import published, sweep
 from ui import queued
-from ui.efficiency import compiler_panel, recorded_label, sweep_figures, sweep_table
-from ui.loaders import flash_results
+from ui.efficiency import compiler_panel, fp8_table, recorded_label, sweep_figures, sweep_table
+from ui.loaders import flash_results, fp8_results
 from ui.page import Page, equations
 
 NAIVE_BUDGET = 256 * 2**20  # S and P together; a hosted server has about 2.5 GB for every visitor
@@ -129,13 +129,34 @@ with page.guard():
         rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal and r["mode"] == mode
                 and r["dtype"] == recorded_dtype]
         if rows:
+            # FlashAttention-3's paper publishes the bf16 forward
+            references = published.forward_references(d, causal) if (
+                mode == sweep.FORWARD and recorded_dtype == "bfloat16") else {}
             # the masked lengths (N = 1000, 1030) sit beside 1024 on a log axis: they are in the table
-            sweep_figures([r for r in rows if r["N"] & (r["N"] - 1) == 0], speed="tflops")
+            sweep_figures([r for r in rows if r["N"] & (r["N"] - 1) == 0], speed="tflops", references=references)
+            st.caption("On Hopper the bar is SDPA's cuDNN backend, faster than its flash backend (FlashAttention-2). "
+                       + (f"Grey dashed points at N = {published.N:,}: {published.SOURCE}, published, not measured "
+                          "here. " if references else "The FlashAttention-3 paper's published points are drawn for "
+                          "the bf16 forward pass. ")
+                       + "N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
             sweep_table(rows)
-            st.caption("N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
         else:
             st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
                        icon=":material/warning:")
+
+st.subheader("FP8 recorded on a GPU")
+with page.guard():
+    fp8 = fp8_results()
+    if fp8 is None:
+        st.info("No FP8 results are recorded yet: `python -m benchmarks.flash_fp8` writes them on a GPU with FP8 "
+                "tensor cores.", icon=":material/memory:")
+    else:
+        st.caption(f"{fp8['device']} · {fp8['date'][:10]} · d = {d}, causal = {causal}: our e4m3 forward "
+                   "(per-block scales) beside our bf16 forward and SDPA's backends, forward pass, TFLOP/s by N. FP8 is "
+                   "timed on inputs already in e4m3, as FlashAttention-3 reports it, and again with quantizing Q, "
+                   f"K, V included; its error ‖O_fp8 − O_bf16‖ / ‖O_bf16‖ is bounded by {fp8['bound']:.0e} in "
+                   "the tests.")
+        fp8_table(fp8, d, causal)
 
 st.subheader("What the compiler made of our Triton kernels")
 with page.guard():

@@ -24,13 +24,18 @@ DEFAULTS = {"mode": FORWARD}  # files recorded before the backward was timed hol
 assert set(ROW) == {f.name for f in fields(Point)}, "the schema must follow the rows sweep.measure writes"
 
 
+def _check_header(data: object, header: dict, what: str) -> None:
+    """A ValueError unless data is an object with each of header's fields of its type, naming what it is."""
+    if not isinstance(data, dict):
+        raise ValueError(f"the {what} is not a JSON object")
+    for key, kind in header.items():
+        if not isinstance(data.get(key), kind):
+            raise ValueError(f"the {what} has no valid `{key}`")
+
+
 def validate(data: object) -> dict:
     """The results as loaded, or a ValueError naming the first field that does not fit the schema."""
-    if not isinstance(data, dict):
-        raise ValueError("the results file is not a JSON object")
-    for key, kind in HEADER.items():
-        if not isinstance(data.get(key), kind):
-            raise ValueError(f"the results file has no valid `{key}`")
+    _check_header(data, HEADER, "results file")
     if "torch" not in data["versions"]:
         raise ValueError("the results file does not say which torch it ran")
     for i, row in enumerate(data["rows"]):
@@ -61,6 +66,23 @@ def _load(path: Path, check: Callable[[object], dict], benchmark: str) -> dict |
         raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
 
 
+FP8_HEADER = {"date": str, "device": str, "versions": dict, "bound": NUMBER, "rows": list}
+FP8_ROW = {"d": int, "causal": bool, "N": int, "tflops": dict, "ms": dict, "error_against_ours_bf16": dict,
+           "fp8_over_ours_bf16": NUMBER}
+
+
+def validate_fp8(data: object) -> dict:
+    """`python -m benchmarks.flash_fp8`'s record as loaded, or a ValueError naming the first field that does not
+    fit."""
+    _check_header(data, FP8_HEADER, "FP8 record")
+    for i, row in enumerate(data["rows"]):
+        for key, kind in FP8_ROW.items():
+            value = row.get(key) if isinstance(row, dict) else None
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"row {i}: `{key}` is {value!r}")
+    return data
+
+
 def load_results(path: Path) -> dict | None:
     """benchmarks.flash's timings (see _load)."""
     return _load(path, validate, "benchmarks.flash")
@@ -86,11 +108,7 @@ COMPILE_MEASURED = {"registers": int, "spill_bytes": int, "shared_bytes": int, "
 def validate_compiled(data: object) -> dict:
     """`python -m benchmarks.flash_compile`'s record as loaded, or a ValueError naming the first field that does
     not fit."""
-    if not isinstance(data, dict):
-        raise ValueError("the compile record is not a JSON object")
-    for key, kind in COMPILE_HEADER.items():
-        if not isinstance(data.get(key), kind):
-            raise ValueError(f"the compile record has no valid `{key}`")
+    _check_header(data, COMPILE_HEADER, "compile record")
     for i, row in enumerate(data["rows"]):
         if not isinstance(row, dict):
             raise ValueError(f"row {i} is not an object")
@@ -103,6 +121,11 @@ def validate_compiled(data: object) -> dict:
         if row["target"] not in TARGETS:
             raise ValueError(f"row {i}: unknown target {row['target']!r}")
     return data
+
+
+def load_fp8(path: Path) -> dict | None:
+    """benchmarks.flash_fp8's record (see _load)."""
+    return _load(path, validate_fp8, "benchmarks.flash_fp8")
 
 
 def load_compiled(path: Path) -> dict | None:

@@ -158,17 +158,18 @@ def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(loaders, "RESULTS", tmp_path)
-    loaders.flash_results.clear()
-    loaders.compile_record.clear()
+    for loader in (loaders.flash_results, loaders.compile_record, loaders.fp8_results):
+        loader.clear()
     yield tmp_path
-    loaders.flash_results.clear()
-    loaders.compile_record.clear()
+    for loader in (loaders.flash_results, loaders.compile_record, loaders.fp8_results):
+        loader.clear()
 
 
 def test_timing_page_says_when_no_gpu_results_are_recorded(results_dir):
     at = open_page("attention_timing")
     assert_clean(at)
     assert any("No GPU results are recorded yet" in i.value for i in at.info)
+    assert any("No FP8 results are recorded yet" in i.value for i in at.info)
 
 
 def test_timing_page_names_a_broken_gpu_results_file(results_dir):
@@ -209,6 +210,40 @@ def test_timing_page_draws_the_recorded_pass_and_dtype_asked_for():
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                 if json.loads(c.proto.spec)["layout"].get("title", {}).get("text") == "Throughput")
     assert spec["data"][0]["x"] == [512, 1024, 2048, 4096, 8192, 16384], "the masked lengths are in the table only"
+
+
+def throughput_chart(at) -> dict:
+    return next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"].get("title", {}).get("text") == "Throughput")
+
+
+def test_timing_page_names_cudnn_the_bar_and_draws_flashattention_3s_published_points_as_such():
+    """The FlashAttention-3 paper's H100 SXM5 bf16 forward at N = 16k (fig. 5 and 6), d = 128, not causal: FA3 648,
+    cuDNN 595 TFLOP/s; drawn dashed, at N = 16k alone, for the bf16 forward only (issue 48)."""
+    at = open_page("attention_timing", d="128")
+    assert_clean(at)
+    assert any("On Hopper the bar is SDPA's cuDNN backend" in c.value and "published, not measured" in c.value
+               for c in at.caption)
+    traces = {t["name"]: t for t in throughput_chart(at)["data"]}
+    assert {sweep.SDPA_CUDNN, sweep.SDPA_FLASH, sweep.TRITON} <= set(traces), "cuDNN is measured beside ours"
+    for name, tflops in (("FlashAttention-3, published", 648), ("cuDNN, published", 595)):
+        points = [(x, y) for x, y in zip(traces[name]["x"], traces[name]["y"]) if y is not None]
+        assert points == [(16384, tflops)] and traces[name]["line"]["dash"], name
+    for other in ({"gpass": sweep.FORWARD_BACKWARD}, {"gdtype": "float16"}):
+        at = open_page("attention_timing", d="128", **other)
+        assert_clean(at)
+        assert not any("published" in t["name"] for t in throughput_chart(at)["data"]), other
+
+
+def test_timing_page_shows_the_recorded_fp8_rows_for_its_setting():
+    at = open_page("attention_timing", d="64", causal="True")
+    assert_clean(at)
+    recorded = [r for r in records.load_fp8(loaders.RESULTS / "flash_fp8.json")["rows"] if r["d"] == 64 and r["causal"]]
+    table = next(t.value for t in at.dataframe if "FP8 / our bf16" in t.value)
+    assert list(table["N"]) == [r["N"] for r in recorded] and len(recorded) == 4
+    assert list(table["FP8 / our bf16"]) == pytest.approx([r["fp8_over_ours_bf16"] for r in recorded])
+    assert list(table["ours bf16"]) == pytest.approx([r["tflops"]["ours bf16"] for r in recorded])
+    assert any("bounded by 7e-02" in c.value and "NVIDIA H200" in c.value for c in at.caption)
 
 
 def compiler_table(at):

@@ -99,6 +99,7 @@ def test_the_recorded_results_files_fit_the_schema():
         data = records.load_results(path)
         assert data["rows"], path
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}
+    assert records.load_fp8(RESULTS / "flash_fp8.json")["rows"]
 
 
 COMPILE_HEADER = '"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}'
@@ -117,6 +118,10 @@ COMPILE_HEADER = '"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "
     (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + "}", "`rows`"),
     (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + ', "rows": [{"kernel": 1}]}', "`kernel`"),
     (records.load_compiled, "flash_compile", '{"date": 1', "cannot be read"),
+    (records.load_fp8, "flash_fp8", "[]", "not a JSON object"),
+    (records.load_fp8, "flash_fp8", '{"date": "x", "device": "d", "versions": {}, "rows": []}', "`bound`"),
+    (records.load_fp8, "flash_fp8", '{"date": "x", "device": "d", "versions": {}, "bound": 0.07, "rows": [{"d": 64}]}',
+     "`causal`"),
 ])
 def test_a_broken_results_file_is_named(tmp_path, load, writer, broken, field):
     path = tmp_path / "results.json"

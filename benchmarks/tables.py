@@ -122,6 +122,18 @@ def flash_fp8(name: str = "flash_fp8") -> str:
                                 body, name)
 
 
+def flash_tma(name: str = "flash_tma") -> str:
+    """Our forward with TMA descriptors, its best launch per setting, against our pointer loads and cuDNN."""
+    record = results(name)
+    body = [[f"{r['d']}", "yes" if r["causal"] else "no", f"{r['N']:,}", f"{r['tflops']['ours, pointer loads']:.0f}",
+             f"{r['tflops'][r['best_tma']]:.0f}", r["best_tma"].removeprefix("ours, TMA "),
+             f"{r['tflops']['SDPA cuDNN']:.0f}", f"{r['best_tma_over_pointer']:.2f}x", f"{r['best_tma_over_cudnn']:.2f}x"]
+            for r in record["rows"]]
+    return (f"{record['device']}, {day(record)}, bf16 forward, TFLOP/s:\n\n"
+            + rows(["d", "causal", "N", "pointer loads", "TMA, best", "its launch", "cuDNN", "TMA over pointer",
+                    "TMA over cuDNN"], body, name))
+
+
 def flash_dip(name: str = "flash_dip") -> str:
     """Our forward over SDPA flash at N = 2048 with and without a host-bound call before it in the round, and with and
     without the spin that covers the host's launch."""
@@ -167,6 +179,7 @@ TABLES = {
     "flash_gpu": flash_gpu,
     "flash_fp8": flash_fp8,
     "flash_dip": flash_dip,
+    "flash_tma": flash_tma,
     "accessibility": accessibility,
     "results": index,
 }

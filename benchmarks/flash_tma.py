@@ -1,0 +1,87 @@
+"""Our forward with TMA tensor descriptors (and Triton's warp specialization where it compiles) beside our
+pointer-load forward and SDPA's cuDNN, bf16, as ratios in one run: a first measurement toward issue 48's Hopper
+forward. d = 64 and 128, causal and not, N = 4096 and 16384 at FlashAttention's shape; each TMA launch in
+TMA_CONFIGS, with and without warp specialization, is checked against our pointer kernel's output before it is
+timed, and one that does not compile or disagrees is recorded with the reason. Writes
+benchmarks/results/flash_tma.json. Needs a CUDA GPU of compute capability 9.0 or more.
+Usage: python -m benchmarks.flash_tma
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import torch
+
+from benchmarks import write_result
+from benchmarks.flash import header
+from benchmarks.flash_dip import recorded_launch
+from benchmarks.flash_fp8 import inputs, relative
+from engine.efficiency import sweep
+from engine.efficiency.launches import ForwardLaunch
+from engine.efficiency.measure import time_interleaved
+from engine.efficiency.triton_flash import triton_attention
+from engine.efficiency.triton_tma import tma_attention
+
+TMA_CONFIGS = [ForwardLaunch(128, 64, 4, 3), ForwardLaunch(128, 128, 8, 3), ForwardLaunch(128, 64, 8, 3)]
+LENGTHS = (4096, 16384)
+OURS, CUDNN = "ours, pointer loads", "SDPA cuDNN"
+
+
+def tma_name(launch: ForwardLaunch, warp_specialize: bool) -> str:
+    return (f"ours, TMA ({launch.block_m}, {launch.block_n}, {launch.num_warps} warps, {launch.num_stages} stages"
+            f"{', warp-specialized' if warp_specialize else ''})")
+
+
+def run() -> dict:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    result = header(torch.cuda.get_device_name()) | {"rows": []}
+    for (d, causal), N in itertools.product(itertools.product((64, 128), (False, True)), LENGTHS):
+        Q, K, V = (t.to(torch.bfloat16) for t in inputs(N, d))
+        pointer_launch = recorded_launch(d, causal)
+        reference = triton_attention(Q, K, V, causal, pointer_launch)[0]
+
+        def cudnn(Q=Q, K=K, V=V, causal=causal):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+
+        candidates = {OURS: lambda Q=Q, K=K, V=V, causal=causal, launch=pointer_launch:
+                      triton_attention(Q, K, V, causal, launch)[0], CUDNN: cudnn}
+        for launch, warp_specialize in itertools.product(TMA_CONFIGS, (False, True)):
+            candidates[tma_name(launch, warp_specialize)] = (
+                lambda Q=Q, K=K, V=V, causal=causal, launch=launch, ws=warp_specialize:
+                tma_attention(Q, K, V, causal, launch, ws)[0])
+        calls, refused = {}, {}
+        for name, call in candidates.items():
+            try:
+                error = relative(call(), reference)
+                if error > sweep.AGREEMENT:
+                    raise ArithmeticError(f"disagrees with our pointer kernel: relative error {error:.2e}")
+                calls[name] = call
+            except Exception as failure:  # a launch the compiler refuses, a backend without this shape, a wrong
+                refused[name] = (str(failure).splitlines() or [type(failure).__name__])[0][:200]  # answer: not timed
+        timings = time_interleaved(calls, repeats=10, device="cuda")
+        flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)
+        tflops = {m: flops / t.median / 1e12 for m, t in timings.items()}
+        best = max((m for m in tflops if m.startswith("ours, TMA")), key=tflops.get, default=None)
+        row = {"d": d, "causal": causal, "N": N, "tflops": tflops, "refused": refused, "best_tma": best,
+               "best_tma_over_pointer": tflops[best] / tflops[OURS] if best else None,
+               "best_tma_over_cudnn": tflops[best] / tflops[CUDNN] if best and CUDNN in tflops else None}
+        result["rows"].append(row)
+        print(f" d = {d:<3} causal = {causal!s:<5} N = {N:<6} pointer {tflops[OURS]:.0f}, cuDNN "
+              f"{tflops.get(CUDNN, 0):.0f}, best TMA {best}: {tflops.get(best, 0):.0f} TFLOP/s; refused: {refused}")
+        write_result("flash_tma", result)  # after each setting, so a run cut short keeps what it measured
+    return result | {"complete": True}
+
+
+def main() -> None:
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+        raise SystemExit("benchmarks.flash_tma needs a CUDA GPU with TMA (compute capability >= 9.0)")
+    started = time.monotonic()
+    result = run()
+    write_result("flash_tma", result | {"seconds": round(time.monotonic() - started)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Our TMA forward against an fp32 reference and our pointer-load forward, under the interpreter on CPU (compiled on a
+GPU with TMA): FlashAttention's rule, error at most twice torch's own in the same dtype."""
+import pytest
+import torch
+
+CUDA = torch.cuda.is_available()  # without one, tests/conftest.py has set TRITON_INTERPRET=1
+pytest.importorskip("triton", reason="triton is not installed (requirements-dev.txt installs it)")
+if CUDA and torch.cuda.get_device_capability() < (9, 0):
+    pytest.skip("tensor descriptors need compute capability 9.0 or more", allow_module_level=True)
+
+from engine.efficiency.flash import naive_attention  # noqa: E402
+from engine.efficiency.launches import ForwardLaunch  # noqa: E402
+from engine.efficiency.triton_flash import triton_attention  # noqa: E402
+from engine.efficiency.triton_tma import tma_attention  # noqa: E402
+from engine.errors import InputError  # noqa: E402
+
+DEVICE = "cuda" if CUDA else "cpu"
+CASES = [(64, ForwardLaunch(32, 16, 4, 1))] if not CUDA else [(1024, ForwardLaunch(128, 64, 8, 3))]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("N,launch", CASES)
+def test_tma_kernel_is_within_twice_torchs_own_error_and_gives_the_pointer_kernels_l(N, launch, head_dim, dtype,
+                                                                                    causal):
+    g = torch.Generator().manual_seed(N + head_dim)
+    Q, K, V = (torch.randn(2, 3, N, head_dim, generator=g).to(DEVICE, dtype) for _ in range(3))
+    O, L = tma_attention(Q, K, V, causal, launch)
+    reference = naive_attention(Q.float(), K.float(), V.float(), causal)
+    torch_error = (naive_attention(Q, K, V, causal).float() - reference).abs().max()
+    assert (O.float() - reference).abs().max() <= 2 * torch_error
+    O_pointers, L_pointers = triton_attention(Q, K, V, causal, launch)
+    torch.testing.assert_close(L, L_pointers, atol=1e-5, rtol=0)
+
+
+def test_tma_kernel_refuses_a_length_that_is_not_a_multiple_of_its_blocks():
+    Q = torch.randn(1, 1, 40, 64, device=DEVICE, dtype=torch.float16)
+    with pytest.raises(InputError, match="multiple of both blocks"):
+        tma_attention(Q, Q, Q, False, ForwardLaunch(32, 16, 4, 1))

@@ -19,6 +19,7 @@ import argparse
 import itertools
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -70,6 +71,17 @@ def versions() -> dict:
 def header(device: str) -> dict:
     return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": device,
             "versions": versions()}
+
+
+def run_on_gpu(name: str, run: Callable[[], dict], capability: tuple[int, int], needs: str) -> None:
+    """benchmarks/results/<name>.json from run() with the seconds it took, on a CUDA GPU of at least this compute
+    capability; else exit saying what the benchmark needs."""
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < capability:
+        raise SystemExit(f"benchmarks.{name} needs a CUDA GPU with {needs} (compute capability >= "
+                         f"{'.'.join(map(str, capability))})")
+    started = time.monotonic()
+    result = run()
+    write_result(name, result | {"seconds": round(time.monotonic() - started)})
 
 
 def print_points(points) -> None:

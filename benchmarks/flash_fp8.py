@@ -12,12 +12,11 @@ Usage: python -m benchmarks.flash_fp8
 from __future__ import annotations
 
 import itertools
-import time
 
 import torch
 
 from benchmarks import write_result
-from benchmarks.flash import dense_bf16_peak, header
+from benchmarks.flash import dense_bf16_peak, header, run_on_gpu
 from benchmarks.flash_dip import recorded_launch
 from engine.efficiency import sweep
 from engine.efficiency.flash import naive_attention
@@ -118,11 +117,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
-        raise SystemExit("benchmarks.flash_fp8 needs a CUDA GPU with FP8 tensor cores (compute capability >= 8.9)")
-    started = time.monotonic()
-    result = run()
-    write_result("flash_fp8", result | {"seconds": round(time.monotonic() - started)})
+    run_on_gpu("flash_fp8", run, (8, 9), "FP8 tensor cores")
 
 
 if __name__ == "__main__":

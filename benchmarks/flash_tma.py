@@ -9,12 +9,11 @@ Usage: python -m benchmarks.flash_tma
 from __future__ import annotations
 
 import itertools
-import time
 
 import torch
 
 from benchmarks import write_result
-from benchmarks.flash import header
+from benchmarks.flash import header, run_on_gpu
 from benchmarks.flash_dip import recorded_launch
 from benchmarks.flash_fp8 import inputs, relative
 from engine.efficiency import sweep
@@ -76,11 +75,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
-        raise SystemExit("benchmarks.flash_tma needs a CUDA GPU with TMA (compute capability >= 9.0)")
-    started = time.monotonic()
-    result = run()
-    write_result("flash_tma", result | {"seconds": round(time.monotonic() - started)})
+    run_on_gpu("flash_tma", run, (9, 0), "TMA")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from engine.embeddings.evaluation import PAIR_TITLES
 from engine.embeddings.vectors import UnknownWordError, WordVectors
 from engine.waiting_line import LineFull
 from ui import figures, queued
-from ui.code import Name
+from ui.snippet import Name
 from ui.tables import neighbour_table
 
 

@@ -8,7 +8,7 @@ from engine.embeddings.glove import load_glove
 from engine.embeddings.glove_training import GloVeConfig, GloVeModel, train
 from engine.embeddings.train_glove import load_shipped_glove, quality
 from ui import errata_panel, figures, glove, queued, tables, training
-from ui.code import Name
+from ui.snippet import Name
 from ui.loaders import glove as glove_6b_loader
 from ui.loaders import glove_checkpoint
 from ui.page import Page, equations

@@ -8,7 +8,7 @@ from engine.llm.tokenizer import visible
 from engine.positions.rope import PAIRINGS
 from ui import batching, figures, tables
 from ui.llm import INSIDE, LENS, QUESTION, generations, inside_view, perplexities, score
-from ui.code import Name
+from ui.snippet import Name
 from ui.page import Page, equations, flag_unknown_params
 from ui.smollm import smollm
 

@@ -5,7 +5,7 @@ from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.word2vec import Word2VecConfig, Word2VecModel, train
 from engine.errors import InputError
 from ui import figures, training
-from ui.code import Name
+from ui.snippet import Name
 from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table

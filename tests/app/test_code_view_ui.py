@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 
 from tests.app.conftest import assert_clean, open_page
-from ui import code
+from ui import code, snippet
 
 LABEL = "Code: this view in Python, and as a notebook"
 
@@ -20,8 +20,8 @@ def test_closed_nothing_is_written(monkeypatch):
     def refuse_to_write(self):
         raise AssertionError("the snippet was written with the Code view closed")
 
-    monkeypatch.setattr(code.Recipe, "script", refuse_to_write)
-    monkeypatch.setattr(code.Recipe, "notebook", refuse_to_write)
+    monkeypatch.setattr(snippet.Snippet, "script", refuse_to_write)
+    monkeypatch.setattr(snippet.Snippet, "notebook", refuse_to_write)
     at = open_page("one_hot")
     assert_clean(at)
     assert [e.label for e in at.expander] == [LABEL]
@@ -36,9 +36,9 @@ def test_opened_it_follows_the_controls_and_offers_the_notebook():
         assert "text = 'the cat sit on the mat'  # Sentence" in at.code[0].value
         at.text_input(key="text").set_value("a b a").run()
         assert "text = 'a b a'  # Sentence" in at.code[0].value
-        assert at.code[0].value == code.KEPT["one_hot"].script().rstrip("\n")
+        assert at.code[0].value == snippet.Snippet(code.KEPT["one_hot"]).script().rstrip("\n")
         assert at.get("download_button")[0].proto.label == "Download as a Jupyter notebook"
-        book = nbformat.reads(code.KEPT["one_hot"].notebook(), as_version=4)  # the bytes the button holds
+        book = nbformat.reads(snippet.Snippet(code.KEPT["one_hot"]).notebook(), as_version=4)  # the bytes the button holds
         nbformat.validate(book)
         assert "text = 'a b a'" in book.cells[3].source
     finally:

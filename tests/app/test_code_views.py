@@ -14,7 +14,7 @@ import pytest
 
 from tests.app.conftest import assert_clean, open_page
 from tests.app.snippets import plain, run_notebook, start_snippet
-from ui import code
+from ui import code, snippet
 from ui.catalog import PAGES
 
 # One other valid state per page, as its URL writes it; "_press" names a button pressed after the page opens.
@@ -103,12 +103,13 @@ def page_recipe(slug: str, state: dict[str, str]) -> code.Recipe:
 def test_the_snippet_and_the_notebook_compute_what_the_page_showed(slug, state, tmp_path):
     made = page_recipe(slug, state)
     assert made.refusal is None and made.unwritable is None, (made.refusal, made.unwritable)
-    script = made.script()
+    written = snippet.Snippet(made)
+    script = written.script()
     assert "streamlit" not in script and "from ui" not in script and "import ui" not in script
     names = list(made.values)
-    snippet = start_snippet(script, names, tmp_path)
-    notebook = run_notebook(made.notebook(), names, tmp_path)
-    compare(made, snippet(), "snippet")
+    snippet_values = start_snippet(script, names, tmp_path)
+    notebook = run_notebook(written.notebook(), names, tmp_path)
+    compare(made, snippet_values(), "snippet")
     compare(made, notebook, "notebook")
 
 

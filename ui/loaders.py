@@ -198,10 +198,10 @@ def flash_results(machine: str) -> dict | None:
 
 
 @st.cache_data(show_spinner=False)
-def fp8_results() -> dict | None:
-    """benchmarks/results/flash_fp8.json as `python -m benchmarks.flash_fp8` wrote it, or None; a broken file raises
-    ModelFileError with the reason."""
-    return records.load_fp8(RESULTS / "flash_fp8.json")
+def probe_results(probe: str) -> dict | None:
+    """benchmarks/results/flash_<probe>.json ("fp8", "tma" or "dip") as `python -m benchmarks.flash_<probe>` wrote
+    it, or None; a broken file raises ModelFileError with the reason."""
+    return records.load_probe(RESULTS / f"flash_{probe}.json", probe)
 
 
 @st.cache_data(show_spinner=False)

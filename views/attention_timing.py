@@ -5,8 +5,17 @@ import torch
 
 from engine.efficiency import published, sweep
 from ui import queued
-from ui.efficiency import compiler_panel, fp8_table, recorded_label, sweep_figures, sweep_table
-from ui.loaders import flash_results, fp8_results
+from ui.efficiency import (
+    compiler_panel,
+    dip_note,
+    fp8_columns,
+    probe_table,
+    recorded_label,
+    sweep_figures,
+    sweep_table,
+    tma_columns,
+)
+from ui.loaders import flash_results, probe_results
 from ui.page import Page, equations
 
 NAIVE_BUDGET = 256 * 2**20  # S and P together; a hosted server has about 2.5 GB for every visitor
@@ -140,23 +149,32 @@ with page.guard():
                           "the bf16 forward pass. ")
                        + "N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
             sweep_table(rows)
+            dip = probe_results("dip")
+            if dip is not None:
+                st.caption(dip_note(dip))
         else:
             st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
                        icon=":material/warning:")
 
-st.subheader("FP8 recorded on a GPU")
+st.subheader("Faster forwards recorded on a GPU: TMA and FP8")
 with page.guard():
-    fp8 = fp8_results()
-    if fp8 is None:
-        st.info("No FP8 results are recorded yet: `python -m benchmarks.flash_fp8` writes them on a GPU with FP8 "
-                "tensor cores.", icon=":material/memory:")
-    else:
+    tma, fp8 = probe_results("tma"), probe_results("fp8")
+    if tma is None and fp8 is None:
+        st.info("No TMA or FP8 results are recorded yet: `python -m benchmarks.flash_tma` and "
+                "`python -m benchmarks.flash_fp8` write them on a Hopper GPU.", icon=":material/memory:")
+    if tma is not None:
+        st.caption(f"{tma['device']} · {tma['date'][:10]} · d = {d}, causal = {causal}, bf16 forward, TFLOP/s by N: "
+                   "our kernel with its tiles moved by Hopper's TMA engine through tensor descriptors "
+                   "(engine/efficiency/triton_tma.py), its fastest launch, beside the same loop with pointer loads "
+                   "and SDPA's cuDNN.")
+        probe_table(tma, d, causal, tma_columns, {"TMA / pointer loads": "%.2fx", "TMA / cuDNN": "%.2fx"})
+    if fp8 is not None:
         st.caption(f"{fp8['device']} · {fp8['date'][:10]} · d = {d}, causal = {causal}: our e4m3 forward "
                    "(per-block scales) beside our bf16 forward and SDPA's backends, forward pass, TFLOP/s by N. FP8 is "
                    "timed on inputs already in e4m3, as FlashAttention-3 reports it, and again with quantizing Q, "
                    f"K, V included; its error ‖O_fp8 − O_bf16‖ / ‖O_bf16‖ is bounded by {fp8['bound']:.0e} in "
                    "the tests.")
-        fp8_table(fp8, d, causal)
+        probe_table(fp8, d, causal, fp8_columns, {"FP8 / our bf16": "%.2fx", "FP8 error": "%.1e"})
 
 st.subheader("What the compiler made of our Triton kernels")
 with page.guard():

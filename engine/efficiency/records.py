@@ -66,21 +66,32 @@ def _load(path: Path, check: Callable[[object], dict], benchmark: str) -> dict |
         raise ModelFileError(f"{path.name} cannot be read ({error}): {restore}.") from None
 
 
-FP8_HEADER = {"date": str, "device": str, "versions": dict, "bound": NUMBER, "rows": list}
+PROBE_HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
 FP8_ROW = {"d": int, "causal": bool, "N": int, "tflops": dict, "ms": dict, "error_against_ours_bf16": dict,
            "fp8_over_ours_bf16": NUMBER}
+TMA_ROW = {"d": int, "causal": bool, "N": int, "tflops": dict, "refused": dict, "best_tma": str,
+           "best_tma_over_pointer": NUMBER}
+DIP_ROW = {"d": int, "causal": bool, "dtype": str, "tiled_in_round": bool, "cover_launch": bool,
+           "ours_over_sdpa_flash": NUMBER}
 
 
-def validate_fp8(data: object) -> dict:
-    """`python -m benchmarks.flash_fp8`'s record as loaded, or a ValueError naming the first field that does not
-    fit."""
-    _check_header(data, FP8_HEADER, "FP8 record")
-    for i, row in enumerate(data["rows"]):
-        for key, kind in FP8_ROW.items():
-            value = row.get(key) if isinstance(row, dict) else None
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise ValueError(f"row {i}: `{key}` is {value!r}")
-    return data
+def _validator(header: dict, row_schema: dict, what: str) -> Callable[[object], dict]:
+    """A check of one GPU probe's record (benchmarks.flash_fp8, flash_tma, flash_dip): the record as loaded, or a
+    ValueError naming the first field that does not fit."""
+    def validate_probe(data: object) -> dict:
+        _check_header(data, header, what)
+        for i, row in enumerate(data["rows"]):
+            for key, kind in row_schema.items():
+                value = row.get(key) if isinstance(row, dict) else None
+                if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                    raise ValueError(f"row {i}: `{key}` is {value!r}")
+        return data
+    return validate_probe
+
+
+validate_fp8 = _validator(PROBE_HEADER | {"bound": NUMBER}, FP8_ROW, "FP8 record")
+validate_tma = _validator(PROBE_HEADER, TMA_ROW, "TMA record")
+validate_dip = _validator(PROBE_HEADER | {"N": int}, DIP_ROW, "dip record")
 
 
 def load_results(path: Path) -> dict | None:
@@ -123,9 +134,12 @@ def validate_compiled(data: object) -> dict:
     return data
 
 
-def load_fp8(path: Path) -> dict | None:
-    """benchmarks.flash_fp8's record (see _load)."""
-    return _load(path, validate_fp8, "benchmarks.flash_fp8")
+PROBES = {"fp8": validate_fp8, "tma": validate_tma, "dip": validate_dip}
+
+
+def load_probe(path: Path, probe: str) -> dict | None:
+    """The record of a GPU probe, benchmarks.flash_<probe> for probe "fp8", "tma" or "dip" (see _load)."""
+    return _load(path, PROBES[probe], f"benchmarks.flash_{probe}")
 
 
 def load_compiled(path: Path) -> dict | None:

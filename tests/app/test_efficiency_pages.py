@@ -158,10 +158,10 @@ def test_timing_page_refuses_an_unsupported_head_dim_from_the_url():
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(loaders, "RESULTS", tmp_path)
-    for loader in (loaders.flash_results, loaders.compile_record, loaders.fp8_results):
+    for loader in (loaders.flash_results, loaders.compile_record, loaders.probe_results):
         loader.clear()
     yield tmp_path
-    for loader in (loaders.flash_results, loaders.compile_record, loaders.fp8_results):
+    for loader in (loaders.flash_results, loaders.compile_record, loaders.probe_results):
         loader.clear()
 
 
@@ -169,7 +169,7 @@ def test_timing_page_says_when_no_gpu_results_are_recorded(results_dir):
     at = open_page("attention_timing")
     assert_clean(at)
     assert any("No GPU results are recorded yet" in i.value for i in at.info)
-    assert any("No FP8 results are recorded yet" in i.value for i in at.info)
+    assert any("No TMA or FP8 results are recorded yet" in i.value for i in at.info)
 
 
 def test_timing_page_names_a_broken_gpu_results_file(results_dir):
@@ -238,12 +238,26 @@ def test_timing_page_names_cudnn_the_bar_and_draws_flashattention_3s_published_p
 def test_timing_page_shows_the_recorded_fp8_rows_for_its_setting():
     at = open_page("attention_timing", d="64", causal="True")
     assert_clean(at)
-    recorded = [r for r in records.load_fp8(loaders.RESULTS / "flash_fp8.json")["rows"] if r["d"] == 64 and r["causal"]]
+    recorded = [r for r in records.load_probe(loaders.RESULTS / "flash_fp8.json", "fp8")["rows"] if r["d"] == 64 and r["causal"]]
     table = next(t.value for t in at.dataframe if "FP8 / our bf16" in t.value)
     assert list(table["N"]) == [r["N"] for r in recorded] and len(recorded) == 4
     assert list(table["FP8 / our bf16"]) == pytest.approx([r["fp8_over_ours_bf16"] for r in recorded])
     assert list(table["ours bf16"]) == pytest.approx([r["tflops"]["ours bf16"] for r in recorded])
     assert any("bounded by 7e-02" in c.value and "NVIDIA H200" in c.value for c in at.caption)
+
+
+def test_timing_page_shows_the_recorded_tma_rows_and_what_the_dip_was():
+    at = open_page("attention_timing", d="128", causal="True")
+    assert_clean(at)
+    recorded = [r for r in records.load_probe(loaders.RESULTS / "flash_tma.json", "tma")["rows"]
+                if r["d"] == 128 and r["causal"]]
+    table = next(t.value for t in at.dataframe if "TMA / pointer loads" in t.value)
+    assert list(table["N"]) == [r["N"] for r in recorded] and len(recorded) == 2
+    assert list(table["ours, TMA (fastest)"]) == pytest.approx([r["tflops"][r["best_tma"]] for r in recorded])
+    assert list(table["TMA / cuDNN"]) == pytest.approx([r["best_tma_over_cudnn"] for r in recorded])
+    dip = records.load_probe(loaders.RESULTS / "flash_dip.json", "dip")
+    shown = min(r["ours_over_sdpa_flash"] for r in dip["rows"] if r["tiled_in_round"] and not r["cover_launch"])
+    assert any("the timing, not the kernel" in c.value and f"{shown:.2f}-" in c.value for c in at.caption)
 
 
 def compiler_table(at):

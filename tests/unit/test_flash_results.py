@@ -1,4 +1,5 @@
 """The timing sweep's rows, its refusals, and the schema of the recorded results files."""
+import functools
 import json
 
 import pytest
@@ -99,7 +100,8 @@ def test_the_recorded_results_files_fit_the_schema():
         data = records.load_results(path)
         assert data["rows"], path
         assert {row["method"] for row in data["rows"]} >= {sweep.TILED}
-    assert records.load_fp8(RESULTS / "flash_fp8.json")["rows"]
+    for probe in records.PROBES:
+        assert records.load_probe(RESULTS / f"flash_{probe}.json", probe)["rows"], probe
 
 
 COMPILE_HEADER = '"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "targets": {}'
@@ -118,10 +120,13 @@ COMPILE_HEADER = '"date": "x", "triton": "3.9.0", "kernel_source_sha256": "y", "
     (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + "}", "`rows`"),
     (records.load_compiled, "flash_compile", "{" + COMPILE_HEADER + ', "rows": [{"kernel": 1}]}', "`kernel`"),
     (records.load_compiled, "flash_compile", '{"date": 1', "cannot be read"),
-    (records.load_fp8, "flash_fp8", "[]", "not a JSON object"),
-    (records.load_fp8, "flash_fp8", '{"date": "x", "device": "d", "versions": {}, "rows": []}', "`bound`"),
-    (records.load_fp8, "flash_fp8", '{"date": "x", "device": "d", "versions": {}, "bound": 0.07, "rows": [{"d": 64}]}',
-     "`causal`"),
+    (functools.partial(records.load_probe, probe="fp8"), "flash_fp8", "[]", "not a JSON object"),
+    (functools.partial(records.load_probe, probe="fp8"), "flash_fp8",
+     '{"date": "x", "device": "d", "versions": {}, "rows": []}', "`bound`"),
+    (functools.partial(records.load_probe, probe="tma"), "flash_tma",
+     '{"date": "x", "device": "d", "versions": {}, "rows": [{"d": 64}]}', "`causal`"),
+    (functools.partial(records.load_probe, probe="dip"), "flash_dip",
+     '{"date": "x", "device": "d", "versions": {}, "rows": []}', "`N`"),
 ])
 def test_a_broken_results_file_is_named(tmp_path, load, writer, broken, field):
     path = tmp_path / "results.json"

@@ -29,6 +29,7 @@ import torch
 from benchmarks import RESULTS, write_result
 from engine.efficiency import records, sweep, triton_flash
 from engine.efficiency.launches import BackwardLaunch, ForwardLaunch, KernelLaunch, kernel_launch_of, kernel_launches
+from engine.efficiency.measure import Timing, time_interleaved
 
 CPU_BLOCK = 256  # a 256 x 64 float32 tile is 64 KiB: an L2-sized working set, and few Python steps
 # dense bf16 (no 2:4 sparsity) from NVIDIA's datasheets; the first name found in the device's name counts, so the
@@ -82,6 +83,23 @@ def run_on_gpu(name: str, run: Callable[[], dict], capability: tuple[int, int], 
     started = time.monotonic()
     result = run()
     write_result(name, result | {"seconds": round(time.monotonic() - started)})
+
+
+def checked_and_timed(calls: dict[str, Callable[[], torch.Tensor]], reference: torch.Tensor, against: str,
+                      bound: float | None = None) -> tuple[dict[str, float], dict[str, str], dict[str, Timing]]:
+    """A GPU probe's calls (benchmarks.flash_fp8, flash_tma): each output's ‖out − reference‖ / ‖reference‖, a call
+    that fails (or, given a bound, disagrees past it) refused with its reason, and the rest timed interleaved, each
+    call first covering its launch (engine.efficiency.measure). Returns the errors, the refusals and the timings."""
+    errors, refused, kept = {}, {}, {}
+    for name, call in calls.items():
+        try:
+            errors[name] = sweep.relative_error([call()], [reference])
+            if bound is not None and errors[name] > bound:
+                raise ArithmeticError(f"disagrees with {against}: relative error {errors[name]:.2e}")
+            kept[name] = call
+        except Exception as error:  # a launch the compiler refuses, a backend without this shape, a wrong answer
+            refused[name] = sweep.first_line(error, 200)
+    return errors, refused, time_interleaved(kept, repeats=10, device="cuda")
 
 
 def print_points(points) -> None:

@@ -16,7 +16,7 @@ import itertools
 import torch
 
 from benchmarks import write_result
-from benchmarks.flash import dense_bf16_peak, header, run_on_gpu
+from benchmarks.flash import checked_and_timed, dense_bf16_peak, header, run_on_gpu
 from benchmarks.flash_dip import recorded_launch
 from engine.efficiency import sweep
 from engine.efficiency.flash import naive_attention
@@ -38,10 +38,6 @@ def inputs(N: int, d: int) -> tuple[torch.Tensor, ...]:
     return tuple(torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
 
-def relative(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a.float() - b.float()).norm() / b.float().norm()).item()
-
-
 def tune(d: int, causal: bool) -> ForwardLaunch | None:
     Q, K, V = inputs(8192, d)
     ran = {}
@@ -51,7 +47,7 @@ def tune(d: int, causal: bool) -> ForwardLaunch | None:
             fp8_attention(quantized, causal)
             ran[launch] = lambda q=quantized: fp8_attention(q, causal)
         except Exception as error:  # a launch the compiler refuses: said, and the others go on
-            print(f"  d = {d}, causal = {causal}, {launch}: failed: {str(error).splitlines()[0][:160]}")
+            print(f"  d = {d}, causal = {causal}, {launch}: failed: {sweep.first_line(error)}")
     if not ran:
         return None
     timings = time_interleaved({str(launch): fn for launch, fn in ran.items()}, repeats=5, device="cuda")
@@ -64,14 +60,7 @@ def run() -> dict:
     name = torch.cuda.get_device_name()
     peak = dense_bf16_peak(name)
     result = header(name) | {"dense_bf16_peak_tflops": peak, "bound": FP8_RELATIVE_ERROR, "launches": {}, "rows": []}
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    def sdpa(backend):
-        def call(Q, K, V, causal):
-            with sdpa_kernel(backend):
-                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
-        return call
-
+    cudnn, flash = (sweep.sdpa_backend(name) for name in (sweep.SDPA_CUDNN, sweep.SDPA_FLASH))
     for d, causal in itertools.product((64, 128), (False, True)):
         fp8_launch, bf16_launch = tune(d, causal), recorded_launch(d, causal)
         result["launches"][f"d{d}_{'causal' if causal else 'full'}"] = {
@@ -84,21 +73,11 @@ def run() -> dict:
             calls = {OURS_BF16: lambda: triton_attention(Q, K, V, causal, bf16_launch)[0],
                      OURS_FP8: lambda: fp8_attention(quantized, causal),
                      OURS_FP8_QUANTIZING: lambda: fp8_attention(quantize(Q, K, V, fp8_launch), causal),
-                     CUDNN: lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(Q, K, V, causal),
-                     FLASH: lambda: sdpa(SDPBackend.FLASH_ATTENTION)(Q, K, V, causal)}
-            outputs, refused = {}, {}
-            for method, call in list(calls.items()):
-                try:
-                    outputs[method] = call()
-                except Exception as error:  # a backend without a kernel for this shape
-                    refused[method] = str(error).splitlines()[0][:160]
-                    del calls[method]
-            bf16 = outputs[OURS_BF16]
-            errors = {method: relative(out, bf16) for method, out in outputs.items()}
-            float32_error = relative(outputs[OURS_FP8], naive_attention(Q.float(), K.float(), V.float(), causal)) \
-                if N == 2048 else None
-            del outputs
-            timings = time_interleaved(calls, repeats=10, device="cuda")
+                     CUDNN: lambda: cudnn(Q, K, V, causal), FLASH: lambda: flash(Q, K, V, causal)}
+            # FP8 is expected to differ from bf16 by its own rounding: its error is recorded, not a reason to refuse
+            errors, refused, timings = checked_and_timed(calls, calls[OURS_BF16](), "our bf16 forward")
+            float32_error = sweep.relative_error(
+                [calls[OURS_FP8]()], [naive_attention(Q.float(), K.float(), V.float(), causal)]) if N == 2048 else None
             flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)
             row = {"d": d, "causal": causal, "N": N, "batch": Q.shape[0], "heads": Q.shape[1], "refused": refused,
                    "error_against_ours_bf16": errors, "fp8_error_against_float32": float32_error,

@@ -13,12 +13,11 @@ import itertools
 import torch
 
 from benchmarks import write_result
-from benchmarks.flash import header, run_on_gpu
+from benchmarks.flash import checked_and_timed, header, run_on_gpu
 from benchmarks.flash_dip import recorded_launch
-from benchmarks.flash_fp8 import inputs, relative
+from benchmarks.flash_fp8 import inputs
 from engine.efficiency import sweep
 from engine.efficiency.launches import ForwardLaunch
-from engine.efficiency.measure import time_interleaved
 from engine.efficiency.triton_flash import triton_attention
 from engine.efficiency.triton_tma import tma_attention
 
@@ -33,34 +32,19 @@ def tma_name(launch: ForwardLaunch, warp_specialize: bool) -> str:
 
 
 def run() -> dict:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
     result = header(torch.cuda.get_device_name()) | {"rows": []}
+    cudnn = sweep.sdpa_backend(sweep.SDPA_CUDNN)
     for (d, causal), N in itertools.product(itertools.product((64, 128), (False, True)), LENGTHS):
         Q, K, V = (t.to(torch.bfloat16) for t in inputs(N, d))
         pointer_launch = recorded_launch(d, causal)
-        reference = triton_attention(Q, K, V, causal, pointer_launch)[0]
-
-        def cudnn(Q=Q, K=K, V=V, causal=causal):
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
-
-        candidates = {OURS: lambda Q=Q, K=K, V=V, causal=causal, launch=pointer_launch:
-                      triton_attention(Q, K, V, causal, launch)[0], CUDNN: cudnn}
+        calls = {OURS: lambda Q=Q, K=K, V=V, causal=causal, launch=pointer_launch:
+                 triton_attention(Q, K, V, causal, launch)[0],
+                 CUDNN: lambda Q=Q, K=K, V=V, causal=causal: cudnn(Q, K, V, causal)}
         for launch, warp_specialize in itertools.product(TMA_CONFIGS, (False, True)):
-            candidates[tma_name(launch, warp_specialize)] = (
+            calls[tma_name(launch, warp_specialize)] = (
                 lambda Q=Q, K=K, V=V, causal=causal, launch=launch, ws=warp_specialize:
                 tma_attention(Q, K, V, causal, launch, ws)[0])
-        calls, refused = {}, {}
-        for name, call in candidates.items():
-            try:
-                error = relative(call(), reference)
-                if error > sweep.AGREEMENT:
-                    raise ArithmeticError(f"disagrees with our pointer kernel: relative error {error:.2e}")
-                calls[name] = call
-            except Exception as failure:  # a launch the compiler refuses, a backend without this shape, a wrong
-                refused[name] = (str(failure).splitlines() or [type(failure).__name__])[0][:200]  # answer: not timed
-        timings = time_interleaved(calls, repeats=10, device="cuda")
+        _, refused, timings = checked_and_timed(calls, calls[OURS](), "our pointer kernel", sweep.AGREEMENT)
         flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)
         tflops = {m: flops / t.median / 1e12 for m, t in timings.items()}
         best = max((m for m in tflops if m.startswith("ours, TMA")), key=tflops.get, default=None)

@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from engine.efficiency import records
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOCS = ROOT / "docs"
@@ -140,9 +142,8 @@ def flash_dip(name: str = "flash_dip") -> str:
     record = results(name)
     body = []
     for tiled, cover in ((True, False), (True, True), (False, False)):
-        picked = [r["ours_over_sdpa_flash"] for r in record["rows"]
-                  if r["tiled_in_round"] == tiled and r["cover_launch"] == cover]
-        body.append(["yes" if tiled else "no", "yes" if cover else "no", span(picked)])
+        body.append(["yes" if tiled else "no", "yes" if cover else "no",
+                     span(records.dip_ratios(record, tiled, cover))])
     return (f"{record['device']}, {day(record)}, N = {record['N']}, each row over d = 64 and 128, causal or not, bf16 "
             "and fp16, each timed first:\n\n"
             + rows(["torch tiled loop in the round", "spin before each timed call", "ours over SDPA flash"], body,

@@ -207,8 +207,7 @@ def tma_columns(row: dict) -> dict[str, Any]:
 def dip_note(record: dict) -> str:
     """What benchmarks.flash_dip found, in a sentence with its numbers."""
     def span(tiled: bool, cover: bool) -> str:
-        ratios = [r["ours_over_sdpa_flash"] for r in record["rows"]
-                  if r["tiled_in_round"] == tiled and r["cover_launch"] == cover]
+        ratios = records.dip_ratios(record, tiled, cover)
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"
     return (f"Records before {record['date'][:10]} showed our bf16 forward at N = {record['N']:,} below SDPA flash: "
             f"the timing, not the kernel. Timed right after a host-bound call (the torch tiled loop), CUDA events "

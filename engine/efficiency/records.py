@@ -24,6 +24,11 @@ DEFAULTS = {"mode": FORWARD}  # files recorded before the backward was timed hol
 assert set(ROW) == {f.name for f in fields(Point)}, "the schema must follow the rows sweep.measure writes"
 
 
+def _fits(value: object, kind: type | tuple[type, ...]) -> bool:
+    """Whether a field's value has its schema's type; a bool is no int here, though Python says it is."""
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
 def _check_header(data: object, header: dict, what: str) -> None:
     """A ValueError unless data is an object with each of header's fields of its type, naming what it is."""
     if not isinstance(data, dict):
@@ -49,7 +54,7 @@ def validate(data: object) -> dict:
             value = row.get(key)
             if value is None and key in OPTIONAL:
                 continue
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            if not _fits(value, kind):
                 raise ValueError(f"row {i}: `{key}` is {value!r}")
     return data
 
@@ -83,7 +88,7 @@ def _validator(header: dict, row_schema: dict, what: str) -> Callable[[object], 
         for i, row in enumerate(data["rows"]):
             for key, kind in row_schema.items():
                 value = row.get(key) if isinstance(row, dict) else None
-                if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                if not _fits(value, kind):
                     raise ValueError(f"row {i}: `{key}` is {value!r}")
         return data
     return validate_probe
@@ -127,7 +132,7 @@ def validate_compiled(data: object) -> dict:
             value = row.get(key)
             if value is None and key in COMPILE_MEASURED and row.get("error"):
                 continue
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            if not _fits(value, kind):
                 raise ValueError(f"row {i}: `{key}` is {value!r}")
         if row["target"] not in TARGETS:
             raise ValueError(f"row {i}: unknown target {row['target']!r}")
@@ -135,6 +140,13 @@ def validate_compiled(data: object) -> dict:
 
 
 PROBES = {"fp8": validate_fp8, "tma": validate_tma, "dip": validate_dip}
+
+
+def dip_ratios(record: dict, tiled_in_round: bool, cover_launch: bool) -> list[float]:
+    """benchmarks.flash_dip's ours / SDPA flash over every setting and dtype timed with the torch tiled loop in the
+    round or not, and the launch covered or not."""
+    return [r["ours_over_sdpa_flash"] for r in record["rows"]
+            if r["tiled_in_round"] == tiled_in_round and r["cover_launch"] == cover_launch]
 
 
 def load_probe(path: Path, probe: str) -> dict | None:

@@ -100,7 +100,8 @@ def _sdpa(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool) -> to
     return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
 
 
-def _sdpa_backend(name: str) -> Callable:
+def sdpa_backend(name: str) -> Callable:
+    """SDPA through one backend alone (a key of SDPA_BACKENDS), called as (Q, K, V, causal)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = getattr(SDPBackend, SDPA_BACKENDS[name])
@@ -124,7 +125,7 @@ def methods(device: str, block: int, kernel: ForwardLaunch | None = None, dtype:
     if device.startswith("cuda"):
         from engine.efficiency import triton_flash  # imports triton (a third of a second): only where it can run
 
-        found |= {name: _sdpa_backend(name) for name in SDPA_BACKENDS}
+        found |= {name: sdpa_backend(name) for name in SDPA_BACKENDS}
         if triton_flash.available() and dtype in triton_flash.DTYPES:
             found[TRITON] = lambda Q, K, V, causal: triton_flash.triton_flash_attention(Q, K, V, causal, kernel,
                                                                                         backward_kernel)
@@ -133,9 +134,14 @@ def methods(device: str, block: int, kernel: ForwardLaunch | None = None, dtype:
     return found
 
 
-def _relative_error(ours: Sequence[torch.Tensor], reference: Sequence[torch.Tensor]) -> float:
+def relative_error(ours: Sequence[torch.Tensor], reference: Sequence[torch.Tensor]) -> float:
     """The largest ‖a − b‖ / ‖b‖ over pairs of tensors (O, and dQ, dK, dV where gradients were taken)."""
     return max(((a.float() - b.float()).norm() / b.float().norm()).item() for a, b in zip(ours, reference))
+
+
+def first_line(error: BaseException, length: int = 160) -> str:
+    """An error's first line, cut to length: what a refused method's note says."""
+    return (str(error).splitlines() or [type(error).__name__])[0][:length]
 
 
 def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "cpu",
@@ -182,12 +188,12 @@ def measure(N: int, d: int, causal: bool, chosen: Iterable[str], device: str = "
         for name, fn in list(runnable.items()):  # a backend that rejects this shape is refused, not fatal
             try:
                 result = call(fn)
-                errors[name] = _relative_error(result, reference)
+                errors[name] = relative_error(result, reference)
                 del result
                 if errors[name] > AGREEMENT:
                     raise ArithmeticError(f"disagrees with torch SDPA: relative error {errors[name]:.2e}")
             except Exception as error:  # out of memory, a backend without a kernel for this shape, a compile error
-                refused[name] = f"failed: {(str(error).splitlines() or [type(error).__name__])[0][:160]}"
+                refused[name] = f"failed: {first_line(error)}"
                 del runnable[name]
         del reference
         # the probe call above was each method's warm-up

@@ -7,33 +7,29 @@ Nothing is rendered until the Code view is opened; recording keeps references on
 
 The snippet imports `engine` alone (never `streamlit` or `ui`), so it runs after `pip install .` of the project.
 
+A line of plain Python between engine calls is a `let` with its name given and its value computed by the page's own
+code, a lambda (`code.let("same", lambda: cached == plain)`): ui/snippet.py writes the lambda's body from the view's
+source, each name it reads as the snippet spells it.
+
 A page's run neither parses nor compiles: CPython 3.11 keeps `ast.parse`'s recursion depth in one per-process
 counter, and two threads parsing at once corrupt it ("SystemError: AST constructor recursion depth mismatch",
-python/cpython#106905), which under a class of 300 showed one or two students an error page. So a `let`'s line is
-compiled once per server and kept (compiling source text builds no Python AST objects: safe in any thread), and the
-settings a line reads are found by parsing it only when the Code view is written out, once per line, under one lock
-(ui/snippet.py's PARSING).
+python/cpython#106905), which under a class of 300 showed one or two students an error page. A `let` is read off
+its lambda's bytecode positions and the source file's text, and the figure's names are found by parsing it only when
+the Code view is written out, under one lock (ui/snippet.py's PARSING).
 """
 from __future__ import annotations
 
-import functools
-import math
 import threading
-import types
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import streamlit as st
-import torch
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui.catalog import PageInfo
-from ui.snippet import DATA, INSTALL, Names, Snippet, Step, Unwritable, modules_of, unpacked
+from ui.snippet import DATA, INSTALL, Names, Snippet, Step, Unwritable
 
 VIEW_KEY = "_code_view"  # session key of the Code view's expander: open or closed
-LET_MODULES = {"np": np, "torch": torch, "math": math}  # what a `let` runs with on the page (figures run only in
-# the notebook: plotly.express would be imported by the first page run that asked for it)
 KEPT: dict[str, Recipe] | None = None  # tests set a dict: each finished run's recipe, by page slug
 
 _this_run = threading.local()  # the recipe of the script run in this thread (one thread per run)
@@ -48,14 +44,13 @@ class Recipe:
         self.steps: list[Step] = []
         self.names = Names()
         self.equations: list[tuple[str, str]] = []
-        self.figure_code: str | None = None
+        self.figure_code: str | None = None  # run only in the notebook
+        self.figure_named = 0  # how many values were named when the figure was given (it may read settings)
         self.slow_note: str | None = None
         self.refusal: str | None = None
         self.unwritable: str | None = None  # the first step the recipe could not write, and why
         self.loaders: list[str] = []
-        self.free_code: list[tuple[str, int]] = []  # each `let` line and figure, and how many values were named then
         self.finished = False  # the run ended: a fragment's own rerun calls it, and it only computes
-        self._fresh: dict[str, Any] = {}  # values a fragment's rerun made, for its `let`s
 
     @property
     def values(self) -> dict[str, Any]:
@@ -83,9 +78,7 @@ class Recipe:
         """`target = fn(*args, **kwargs)`: run on the page (through `via`, a cached or queued path to the same
         value, when given: it takes the same arguments), recorded for the snippet."""
         if not self._recording():
-            value = (via or fn)(*args, **kwargs)
-            self._fresh.update(unpacked(target, value))
-            return value
+            return (via or fn)(*args, **kwargs)
         try:
             value = (via or fn)(*args, **kwargs)
         except Exception as error:
@@ -115,15 +108,18 @@ class Recipe:
             return
         self.steps.append(Step(target, *self._written(fn, args, kwargs), note))
 
-    def let(self, target: str, expression: str, note: str | None = None) -> Any:
-        """`target = expression`: a line of plain Python over earlier names, evaluated here for the page."""
-        settings = {name: value for name, (value, _) in self.names.settings.items()}
-        value = eval(_compiled(expression), {**LET_MODULES, **settings, **self.values, **self._fresh})  # noqa: S307
-        if not self._recording():
-            self._fresh.update(unpacked(target, value))
-            return value
-        self.free_code.append((expression, len(self.values)))
-        self._add(target, value, expression, modules_of(expression), note)
+    def let(self, target: str, compute: Callable[[], Any], note: str | None = None) -> Any:
+        """`target = <compute's body>`: a line of plain Python over earlier names, a lambda the page runs as its
+        own code; the snippet writes its body, each name it reads by the step or setting of that name holding
+        that value, or as a literal."""
+        value = compute()
+        if self._recording():
+            try:
+                text, imports = self.names.expression(compute)
+            except Unwritable as error:
+                self.unwritable = self.unwritable or f"{target}: {error}"
+                text, imports = "...", ()
+            self._add(target, value, text, imports, note)
         return value
 
     def note(self, comment: str) -> None:
@@ -136,8 +132,7 @@ class Recipe:
         """The notebook's last cell: plotly code over the recipe's names that draws the page's main figure."""
         if not self._recording():
             return
-        self.free_code.append((code, len(self.values)))
-        self.figure_code = code
+        self.figure_code, self.figure_named = code, len(self.values)
 
     def slow(self, note: str) -> None:
         """The snippet's first comment: how long its work takes at these settings on a laptop CPU."""
@@ -158,12 +153,6 @@ class Recipe:
         self.steps.append(Step(target, text, imports, note))
 
 
-@functools.lru_cache(maxsize=1024)
-def _compiled(expression: str) -> types.CodeType:
-    """A `let` line's bytecode, compiled at its first run: a page's later runs compile nothing."""
-    return compile(expression, "<let>", "eval")
-
-
 # the run's recipe
 class _Unrecorded:
     """Where a page's calls go outside a full run (a fragment's own rerun, a test calling a view's helper): run,
@@ -176,8 +165,8 @@ class _Unrecorded:
     def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
         return None
 
-    def let(self, target: str, expression: str, note: str | None = None) -> Any:
-        raise Unwritable("let() outside a page's run: pass the page's own recipe (page.code)")
+    def let(self, target: str, compute: Callable[[], Any], note: str | None = None) -> Any:
+        return compute()
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None

@@ -49,13 +49,13 @@ def count(source: str, window: int, code, harmonic: bool | None = None) -> Count
         vocab = code.call("vocab", Vocab.build, sentences, MIN_COUNT, via=lambda _, m: corpus_vocab(source, m))
         ids, sentence = code.call("ids, sentence", vocab.encode, sentences,
                                   via=lambda _: encoded_corpus(source, MIN_COUNT))
-    V = code.let("V", "len(vocab)")
+    V = code.let("V", lambda: len(vocab))
     weighted = harmonic is None or harmonic
     shipped = None if source == "pasted" else lambda *_: cooccurrence_counts(source, window, weighted, MIN_COUNT)
     X = code.call("X", cooccurrence, ids, sentence, V, window, *(() if harmonic is None else (harmonic,)), via=shipped,
                   note="X_ij: word j within the window of word i, a pair d words apart adding 1/d as glove.c"
                        + ("" if harmonic is None else " (or 1, harmonic off)"))
-    words = code.let("words", "sum(len(s) for s in sentences)")
+    words = code.let("words", lambda: sum(len(s) for s in sentences))
     if words == 0:
         raise InputError("Paste some text to count: the corpus is empty.")
     if X.nnz == 0:

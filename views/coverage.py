@@ -38,12 +38,13 @@ def described(name: str):
     model, _ = code.call(f"{short}_model, {short}_record", load_shipped_seq2seq, name, via=seq2seq_checkpoint,
                          note=f"{MODELS[name]} (record: training losses and held-out metrics)")
     result = code.call(f"{short}_result", translate, model, text)
-    code.let(f"{short}_output", f"{short}_result.output")
-    code.let(f"{short}_attention", f"{short}_result.attention")
+    code.let(f"{short}_output", lambda: result.output)  # `result` is written as the step's name, {short}_result
+    code.let(f"{short}_attention", lambda: result.attention)
     coverage = code.call(f"{short}_coverage", coverage_vectors, result, mean,
                          note="000 eq. 48: c^t sums the attention of every earlier step (eq. 50: divided by t)")
-    code.let(f"{short}_covloss", f"{short}_result.covloss", note="000 eq. 49: covloss_t = Σ_i min(a_i^t, c_i^t)")
-    covloss_total = code.let(f"{short}_covloss_total", f"float({short}_covloss.sum())")
+    covloss = code.let(f"{short}_covloss", lambda: result.covloss,
+                       note="000 eq. 49: covloss_t = Σ_i min(a_i^t, c_i^t)")
+    covloss_total = code.let(f"{short}_covloss_total", lambda: float(covloss.sum()))
     return model, result, coverage, covloss_total
 
 

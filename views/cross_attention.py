@@ -21,14 +21,15 @@ code = page.code
 model, _ = code.call("seq2seq, record", load_shipped_seq2seq, name, via=seq2seq_checkpoint)
 with page.guard():
     result = code.call("result", translate, model, text, note="the decoder, step by step (000 eq. 42, 44)")
-    code.let("output", "result.output")
-    step_by_step = code.let("step_by_step", "result.attention")
+    code.let("output", lambda: result.output)
+    step_by_step = code.let("step_by_step", lambda: result.attention)
     cross = code.call("cross", as_cross_attention, model, result,
                       note="000 eq. 84-85: Q = the decoder's queries s_{t-1}, K and V from the encoder's states")
-    at_once = code.let("at_once", "cross.at_once.weights", note="softmax(QKᵀ), every step at once")
-    scaled = code.let("scaled", "cross.scaled.weights", note="000 eq. 57: softmax(QKᵀ/√D), as a transformer scores")
-    code.let("weights_gap", "float((step_by_step - at_once).abs().max())", note="the two ways agree")
-    code.let("context_gap", "float((result.context - cross.at_once.output).abs().max())")
+    at_once = code.let("at_once", lambda: cross.at_once.weights, note="softmax(QKᵀ), every step at once")
+    scaled = code.let("scaled", lambda: cross.scaled.weights,
+                      note="000 eq. 57: softmax(QKᵀ/√D), as a transformer scores")
+    code.let("weights_gap", lambda: float((step_by_step - at_once).abs().max()), note="the two ways agree")
+    code.let("context_gap", lambda: float((result.context - cross.at_once.output).abs().max()))
     st.subheader(f"“{result.source}” → {result.output}")
     T, S, D = len(cross.Q), len(cross.K), cross.Q.shape[1]
     g1, g2, g3 = st.columns(3)

@@ -142,31 +142,32 @@ def rule_outputs(model, scoring: Scoring, in_force: dict, shown: int | None, sou
                f"β > 0) can reorder them. {compared}")
 
 
-def show_search(model) -> None:
+def show_search(stepper) -> None:
     """The search tree, the rules' outputs, every finished hypothesis and the winner's attention."""
     scoring = code.call("scoring", Scoring, alpha, beta, gamma,
                         note="000 eq. 32, 34-37, 41: the strengths of the length, coverage and length-ratio terms")
     shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
-    source_length = model.source_length
-    tree, found, best, outputs = run_search(model, scoring, prune_by, shown, source_length)
-    code.let("hypotheses", '["".join(stepper.label(t) for t in h.tokens) for h in found]')
-    code.let("terms", "[h.terms for h in found]", note="log P, |Y|, lp, lp*, cp, ep and every rule's score")
-    code.let("ranks", "[h.rank for h in found]")
-    attention = code.let("attention", 'tree.attention(best["gnmt"]) if best else None',
+    source_length = stepper.source_length
+    tree, found, best, outputs = run_search(stepper, scoring, prune_by, shown, source_length)
+    code.let("hypotheses", lambda: ["".join(stepper.label(t) for t in h.tokens) for h in found])
+    code.let("terms", lambda: [h.terms for h in found], note="log P, |Y|, lp, lp*, cp, ep and every rule's score")
+    code.let("ranks", lambda: [h.rank for h in found])
+    attention = code.let("attention", lambda: tree.attention(best["gnmt"]) if best else None,
                          note="the GNMT winner's attention (a date model's), and its coverage penalty (000 eq. 37)")
     winner_cp = code.call("winner_cp", cp, attention, beta) if attention is not None else None
-    label = lambda tokens: "".join(model.label(t) for t in tokens)  # noqa: E731
+    label = lambda tokens: "".join(stepper.label(t) for t in tokens)  # noqa: E731
     left, right = st.columns([3, 2])
     with left:
         finished = {h.node: h for h in found}
         nodes = [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
-                                  "start" if n.parent is None else model.label(n.token) if n.status != "pruned" else "",
+                                  "start" if n.parent is None else
+                                  stepper.label(n.token) if n.status != "pruned" else "",
                                   _hover(n, finished.get(n.id), label, tree), n.cum_log_p, faded=n.status == "pruned")
                  for n in tree.nodes]
         figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
                                   colour_title="log P of prefix"))
     with right:
-        n_x = model.source_length or "|X|"
+        n_x = stepper.source_length or "|X|"
         equations(
             ("000 eq. 34-35 with eq. 41, this page's values",
              rf"s = \frac{{\log P}}{{(5 + |Y|)^{{{alpha:g}}} / 6^{{{alpha:g}}}}} + \text{{cp}} "
@@ -175,7 +176,7 @@ def show_search(model) -> None:
             ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
         )
         if best:
-            rule_outputs(model, scoring, outputs, shown, source_length)
+            rule_outputs(stepper, scoring, outputs, shown, source_length)
         if text == DEFAULT_TEXT and name == "additive" and prune_by == "log P":
             st.caption("On this input the model skips a digit: raw log P, and log P / |Y|^α, prefer the shorter "
                        "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "
@@ -200,7 +201,7 @@ def show_search(model) -> None:
                                    dashed=[k for k in curves if k.startswith("lp*")]))
     with g2:
         if attention is not None:
-            attention_heatmap(attention, model.source, outputs["gnmt"],
+            attention_heatmap(attention, stepper.source, outputs["gnmt"],
                               f"The GNMT winner's attention: cp = {winner_cp:.3f}")
             st.caption(LABEL_KEY)
         else:
@@ -227,10 +228,11 @@ study_model, _ = code.call("study_model, study_record", load_shipped_seq2seq, ST
                            note="000 §6.1: search error or model error, on held-out dates with a distraction")
 study = code.call("study", search_error_study, study_model,
                   code.call("study_dates", distracted_examples, 30, STUDY_SEED),
-                  code.let("study_widths", repr(STUDY_WIDTHS)), length=3,
+                  code.let("study_widths", lambda: STUDY_WIDTHS), length=3,
                   via=lambda *_, **__: error_study(STUDY_MODEL))
-code.let("search_errors", "study.search_error", note="share of dates where a beam of each width misses the best")
-code.let("model_error", "study.model_error", note="share where even the exhaustive best is wrong")
+code.let("search_errors", lambda: study.search_error,
+         note="share of dates where a beam of each width misses the best")
+code.let("model_error", lambda: study.model_error, note="share where even the exhaustive best is wrong")
 MODEL_ERROR = "model error: the exhaustive best is wrong"
 figures.show(figures.lines(study.widths, {"search error: beam below the exhaustive best": study.search_error,
                                           MODEL_ERROR: [study.model_error] * len(study.widths)},

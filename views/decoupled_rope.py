@@ -39,8 +39,8 @@ with page.guard():
     absorbed = code.call("absorbed", mla.mla_absorbed, h, weights, cfg,
                          note="the same scores against the cache alone: W_uk absorbed into the query, W_uv into W_o")
     code.note("the two differ by float64 rounding alone")
-    code.let("output_gap", "float((absorbed.output - explicit.output).abs().max())")
-    code.let("weights_gap", "float((absorbed.weights - explicit.weights).abs().max())")
+    code.let("output_gap", lambda: float((absorbed.output - explicit.output).abs().max()))
+    code.let("weights_gap", lambda: float((absorbed.weights - explicit.weights).abs().max()))
     code.figure('px.imshow(explicit.weights[0].numpy(), labels={"x": "key", "y": "query"}, '
                 'title="Head 1, causal attention")')
     left, right = st.columns([3, 2])

@@ -1,3 +1,4 @@
+import numpy as np
 import streamlit as st
 
 from engine.embeddings.subwords import buckets, collisions, fnv1a_each, ngrams, vocabulary_ngrams
@@ -32,8 +33,8 @@ left, right = st.columns([3, 2])
 with right:
     equations(
         ("000 eq. 17: a word from its n-grams", r"\mathbf{w} \equiv \sum_{s \in ns(w)} \mathbf{z}_s"),
-        ("000 eq. 18: its score with a centre word", r"u(\mathbf{w}, \mathbf{v}_c) = \exp\Big[\sum_{s \in ns(w)}"
-                                                     r" \mathbf{z}_s^\top \mathbf{v}_c\Big]"),
+        ("000 eq. 18: its score with a centre word", (r"u(\mathbf{w}, \mathbf{v}_c) = \exp\Big[\sum_{s \in ns(w)}"
+                                                      r" \mathbf{z}_s^\top \mathbf{v}_c\Big]")),
         ("fastText's bucket of an n-gram", r"b(s) = \mathrm{FNV\text{-}1a}(s) \bmod B"),
     )
 with left, page.guard():
@@ -44,7 +45,7 @@ with left, page.guard():
         page.refuse(f"“{word}” has no n-grams of {min_n} to {max_n} characters inside < and >: lower the shortest n")
     hashes = code.call("hashes", fnv1a_each, grams)
     ids = code.call("ids", buckets, grams, n_buckets, note="fastText's bucket of each: b(s) = FNV-1a(s) mod B")
-    words = code.let("words", "model.vocab.words")
+    words = code.let("words", lambda: model.vocab.words)
     every_gram, every_hash = code.call("every_gram, every_hash", vocabulary_ngrams, words, min_n, max_n,
                                        via=lambda *_: loaders.ngram_hashes(min_n, max_n),
                                        note="the vocabulary's distinct n-grams, and the buckets several of them share")
@@ -76,8 +77,8 @@ with ours, page.guard():
     vector = code.call("vector", model.vector, word, note="fastText's vector: the mean of the word's rows")
     nearest = code.call("nearest", vectors.neighbours_of_vector, vector, exclude=word)
     neighbour_table(nearest, f"Our FastText: {'a vocabulary word' if known else 'never seen in training'}")
-    total = code.let("total", "rows.sum(0)", note="000 eq. 17: the sum over the n-grams, the same direction")
-    lengths = code.let("lengths", "np.linalg.norm(total), np.linalg.norm(vector)")
+    total = code.let("total", lambda: rows.sum(0), note="000 eq. 17: the sum over the n-grams, the same direction")
+    lengths = code.let("lengths", lambda: (np.linalg.norm(total), np.linalg.norm(vector)))
     st.caption(f"{len(trained_grams)} n-grams{' and the word itself' if known else ''}; eq. 17's sum has length "
                f"{lengths[0]:.3f}, fastText's mean {lengths[1]:.3f}. The two point the "
                "same way, so cosines and neighbours do not depend on which one you take.")
@@ -100,13 +101,16 @@ with theirs:
                "on one thread (`python -m engine.embeddings.train_fasttext`).")
 
 if vector is not None:
-    labels, parts = list(trained_grams), "rows"  # the name of the rows the vector is the mean of, (G, d)
-    if known:
-        labels, parts = [f"{word} (own row)", *labels], "parts"
-        code.let("parts", f"np.vstack([model.word_rows[model.vocab.index[{word!r}]], rows])",
-                 note="a vocabulary word's own row first, then its n-grams'")
-    share = code.let("share", f"{parts} @ vector / (len({parts}) * vector @ vector)",
-                     note="what each row adds to the vector: z_s·w / (G ‖w‖²), summing to 1")  # (G,)
+    labels = list(trained_grams)
+    share_note = "what each row adds to the vector: z_s·w / (G ‖w‖²), summing to 1"
+    if known:  # the rows the vector is the mean of, (G, d): the word's own row, then its n-grams'
+        labels = [f"{word} (own row)", *labels]
+        own_word = word  # no setting's name: the snippet spells the word as its other lines do, a literal
+        parts = code.let("parts", lambda: np.vstack([model.word_rows[model.vocab.index[own_word]], rows]),
+                         note="a vocabulary word's own row first, then its n-grams'")
+        share = code.let("share", lambda: parts @ vector / (len(parts) * vector @ vector), note=share_note)  # (G,)
+    else:
+        share = code.let("share", lambda: rows @ vector / (len(rows) * vector @ vector), note=share_note)  # (G,)
     code.figure(f"px.bar(x={labels!r}, y=share, title='What each row adds to the vector of “{word}”', "
                 "labels=dict(x='', y='z_s · w / (G ‖w‖²)'))")
     figures.show(figures.bars(labels, {"share": share.tolist()}, title=f"What each row adds to the vector of “{word}”",

@@ -51,7 +51,8 @@ with page.guard():
     run = code.call("run", tiled_example, N, B_r, B_c, causal, seed, via=example,
                     note=f"000 eq. 137 on blocks of rows: one head of width {EXAMPLE_HEAD_DIM}, tile by tile")
     record = run.steps
-    code.let("errors", "{what: (tiled - reference).abs().max().item() for what, tiled, reference in run.checks}",
+    code.let("errors",
+             lambda: {what: (tiled - reference).abs().max().item() for what, tiled, reference in run.checks},
              note="O, L, dQ, dK, dV against naive attention and autograd, in float64")
     kinds = code.call("kinds", tile_kinds, N, B_r, B_c, causal, note="full, diagonal (masked) or skipped")
     code.figure('px.imshow([[{"skipped": 0, "diagonal": 1, "full": 2}[kind] for kind in row] for row in kinds], '
@@ -104,11 +105,11 @@ def traffic_model() -> None:
     element_bytes = {"bf16": 2, "fp32": 4}[page.select("dtype", "dtype", ["bf16", "fp32"], where=k5)]
     left, right = st.columns(2)
     # recorded before the toggle below: the Code view writes a True or False argument as the last toggle holding it
-    naive, tiled = code.call("naive_mib, tiled_mib", traffic.traffic_by_length, LENGTHS, d, B_r=model_B_r,
-                             B_c=model_B_c, causal=causal, element_bytes=element_bytes,
-                             note="MiB of HBM traffic for one head: Algorithm 0 against the tiled loop")
+    naive_mib, tiled_mib = code.call("naive_mib, tiled_mib", traffic.traffic_by_length, LENGTHS, d, B_r=model_B_r,
+                                     B_c=model_B_c, causal=causal, element_bytes=element_bytes,
+                                     note="MiB of HBM traffic for one head: Algorithm 0 against the tiled loop")
     at = LENGTHS.index(4096)
-    code.let("ratio_at_4096", f"naive_mib[{at}] / tiled_mib[{at}]")
+    code.let("ratio_at_4096", lambda: naive_mib[at] / tiled_mib[at])
     sram = code.call("sram_per_step", traffic.sram_bytes, model_B_r, model_B_c, d, element_bytes=element_bytes,
                      note="bytes on chip per tile step: Q_i, K_j, V_j, the S tile, the output, m and l")
     measure = page.toggle("Measure here at these blocks", "measure", where=right,
@@ -117,7 +118,7 @@ def traffic_model() -> None:
     with page.guard():
         traffic.check_fits(model_B_r, model_B_c, d, per_block, element_bytes)
         with left:
-            figures.show(figures.lines(LENGTHS, {"naive (Algorithm 0)": naive, "tiled": tiled},
+            figures.show(figures.lines(LENGTHS, {"naive (Algorithm 0)": naive_mib, "tiled": tiled_mib},
                                        title="Counted HBM traffic, one head", x_title="N", y_title="MiB moved",
                                        log_x=True, log_y=True))
         with right:
@@ -136,7 +137,7 @@ def traffic_model() -> None:
                                        x_title="N", y_title="MiB in tensors at the peak", log_x=True, log_y=True))
             st.caption(source)
         m1, m2 = st.columns(2)
-        m1.metric("Traffic at N = 4096, naive / tiled", f"{naive[at] / tiled[at]:.1f}×")
+        m1.metric("Traffic at N = 4096, naive / tiled", f"{naive_mib[at] / tiled_mib[at]:.1f}×")
         m2.metric("SRAM per tile step", format_bytes(sram),
                   help=f"against the {format_bytes(per_block)} of shared memory one block may have on the {gpu}")
         st.caption("Naive attention writes S and P to HBM and reads them back: Θ(N²) bytes. The tiled loop reads "

@@ -36,7 +36,7 @@ with left, page.guard():
 if counts is not None:
     vocab, X = counts.vocab, counts.X
     with left:
-        shown = code.let("heatmap", f"np.log10(1 + X[:{TOP}, :{TOP}].toarray())",
+        shown = code.let("heatmap", lambda: np.log10(1 + X[:TOP, :TOP].toarray()),
                          note=f"the {TOP} most frequent words: counts span four orders of magnitude")  # (top, top)
         top = len(shown)
         figures.show(figures.heatmap(
@@ -46,7 +46,7 @@ if counts is not None:
         code.figure(f'px.imshow(heatmap, x=vocab.words[:{TOP}], y=vocab.words[:{TOP}], '
                     f'title="log10(1 + X_ij) for the {TOP} most frequent words", labels=dict(x="context word j", '
                     'y="word i"))')
-    nonzero = code.let("nonzero", "X.nnz")
+    nonzero = code.let("nonzero", lambda: X.nnz)
     right.caption(f"{counts.words:,} running words; {len(vocab):,} in the vocabulary; X has {nonzero:,} nonzero "
                   f"entries of {len(vocab) ** 2:,}, {nonzero / len(vocab) ** 2:.2%}. It is symmetric: the window "
                   "reaches both ways.")
@@ -57,7 +57,7 @@ if counts is not None:
     j = page.text("Word j", "j", "she", max_chars=40, where=r2).strip().lower()
     probes = words_in(page.text("Probe words k", "probes", "his, her, was, and, water", max_chars=200, where=r3))
     with page.guard():
-        table = code.call("table", ratio_table, X, vocab, i, j, code.let("probe_words", repr(probes)),
+        table = code.call("table", ratio_table, X, vocab, i, j, code.let("probe_words", lambda: probes),
                           note="Pennington et al. table 1: P(k|i) = X_ik / Σ_k' X_ik', and P(k|i) / P(k|j)")
         ratio = np.array(table["ratio"])
         reading = np.select([np.isnan(ratio), np.isinf(ratio), ratio == 0, ratio >= 2, ratio <= 0.5],
@@ -80,7 +80,7 @@ f1, f2, _ = st.columns([1, 1, 2])
 x_max = page.number("x_max", "x_max", 100.0, step=10.0, where=f1)
 alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
 with page.guard():
-    x = code.let("x", "np.linspace(0, 2 * x_max, 201)")  # (201,)
+    x = code.let("x", lambda: np.linspace(0, 2 * x_max, 201))  # (201,)
     f = code.call("f", weighting, x, x_max, alpha, note="000 eq. 21: f(x) = min(1, (x / x_max)^α), f(0) = 0")
     f_linear = code.call("f_linear", weighting, x, x_max, 1.0)
     plot, numbers = st.columns([3, 2])
@@ -89,10 +89,11 @@ with page.guard():
                                    title=f"f(x) with x_max = {x_max:g}", x_title="x = X_ij", y_title="f(x)",
                                    markers=False, dashed=["α = 1"], height=300))
     if counts is not None:
-        f_entries = code.call("f_entries", weighting, code.let("entries", "X.data"), x_max, alpha,
+        entries = code.let("entries", lambda: X.data)
+        f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
                               note="f over the nonzero X_ij: the weights of eq. 19's terms")
-        capped = code.let("capped", "int((entries >= x_max).sum())")
-        mean_f = code.let("mean_f", "f_entries.mean()")
+        capped = code.let("capped", lambda: int((entries >= x_max).sum()))
+        mean_f = code.let("mean_f", lambda: f_entries.mean())
         numbers.metric("Nonzero X_ij at x_max or above (f = 1)", f"{capped:,} of {nonzero:,}")
         numbers.metric("Mean f over the nonzero X_ij", f"{mean_f:.3f}")
         numbers.caption("Most pairs are rare, so most terms of J are weighted well below 1; the few pairs above "

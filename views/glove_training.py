@@ -8,10 +8,10 @@ from engine.embeddings.glove import load_glove
 from engine.embeddings.glove_training import GloVeConfig, GloVeModel, train
 from engine.embeddings.train_glove import load_shipped_glove, quality
 from ui import errata_panel, figures, glove, queued, tables, training
-from ui.snippet import Name
 from ui.loaders import glove as glove_6b_loader
 from ui.loaders import glove_checkpoint
 from ui.page import Page, equations
+from ui.snippet import Name
 from ui.tables import neighbour_table
 
 RESULT = "glove_training_result"  # session key: ((corpus, pasted text, window, config), model) of the last run
@@ -77,9 +77,11 @@ training_note = f"{form}: {epochs} epochs of AdaGrad over the nonzero X_ij"
 with page.guard():
     counts = glove.count(source, window, code)
     config = code.call("config", GloVeConfig, dim, epochs, x_max, alpha, biases=biases)
-    weights = code.call("f_entries", weighting, code.let("entries", "X.data"), x_max, alpha,
-                        note="000 eq. 21: each nonzero X_ij's weight f(X_ij)")  # an x_max ≤ 0 is refused here
-    mean_f = code.let("mean_f", "f_entries.mean()")
+    X = counts.X
+    entries = code.let("entries", lambda: X.data)
+    f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
+                          note="000 eq. 21: each nonzero X_ij's weight f(X_ij)")  # an x_max ≤ 0 is refused here
+    mean_f = code.let("mean_f", lambda: f_entries.mean())
     st.caption(f"{source}: {counts.words:,} words, {len(counts.vocab):,} in the vocabulary, X with {counts.X.nnz:,} "
                f"nonzero entries (window {window}, 1/d); an epoch visits each once. Mean f(X_ij) {mean_f:.3f}.")
     seconds = counts.X.nnz * epochs * dim / 50 / ENTRIES_PER_SECOND
@@ -105,7 +107,7 @@ if result is not None:
     fresh = training.finished(result, trained_on)
     if fresh:
         model = code.call("model", train, counts.X, counts.vocab, config, via=lambda *_: result[1], note=training_note)
-        code.let("losses", "model.losses")
+        code.let("losses", lambda: model.losses)
         vectors = code.call("vectors", model.word_vectors, note="w_i = u_i + v_i, glove.c's default")
     else:  # a run stopped early, or of other settings: shown, not the code's
         vectors = model.word_vectors()

@@ -13,7 +13,7 @@ page = Page("hierarchical_softmax")
 code = page.code
 model, extra = code.call("model, extra", load_shipped_word2vec, "lee_hierarchical", via=word2vec_checkpoint,
                          note="skip-gram trained with hierarchical softmax (000 §4.3) on the Lee corpus")
-counts = code.let("counts", "model.vocab.counts")
+counts = code.let("counts", lambda: model.vocab.counts)
 tree = code.call("tree", huffman_tree, counts, note="the Huffman tree of the word counts: frequent words near the root")
 V = len(model.vocab)
 page.intro(
@@ -27,15 +27,17 @@ context = page.text("Context word c (its vector is h)", "c", "police", max_chars
 word = page.text("Word w at the leaf", "word", "officers", max_chars=40, where=c2).strip().lower()
 code.setting("c", context, "Context word c")  # the words as used, trimmed and lower-cased: the Code view names them
 code.setting("word", word, "Word w at the leaf")
+c = context  # the setting's name, which h's line reads
 with page.guard():
     vocabulary = code.call("vocabulary", model.word_vectors, via=lambda: checkpoint_vectors("lee_hierarchical"))
-    h = code.let("h", "model.input_vectors[vocabulary.id(c)]", note="h: the context word's input vector")
+    h = code.let("h", lambda: model.input_vectors[vocabulary.id(c)], note="h: the context word's input vector")
     w = code.call("leaf", vocabulary.id, word)
-    node_vectors = code.let("node_vectors", "model.output_vectors", note="v′: one vector per inner node, (V − 1, d)")
+    node_vectors = code.let("node_vectors", lambda: model.output_vectors,
+                            note="v′: one vector per inner node, (V − 1, d)")
     steps = code.call("steps", path_steps, tree, node_vectors, h, w,
                       note="000 eq. 23-24: one sigmoid per node on the path, branch = +1 LEFT, −1 RIGHT")
-    code.let("factors", "[step.probability for step in steps]")
-    probability = code.let("probability", "steps[-1].reached", note="000 eq. 24: their product, p(w | c)")
+    code.let("factors", lambda: [step.probability for step in steps])
+    probability = code.let("probability", lambda: steps[-1].reached, note="000 eq. 24: their product, p(w | c)")
     nodes = [figures.TreeNode("root", None, "root", "every word: p = 1", 0.0)]
     parent, reached = "root", 1.0
     for j, step in enumerate(steps):
@@ -54,11 +56,11 @@ with page.guard():
                                  math.log10(left_out), faded=True)
         nodes += [taken, other] if step.branch > 0 else [other, taken]  # LEFT child drawn on the left
         parent, reached = child, step.reached
-    node_vectors_64 = code.let("node_vectors_64", "node_vectors.double()",
+    node_vectors_64 = code.let("node_vectors_64", lambda: node_vectors.double(),
                                note="000 eq. 24 at every leaf, in float64 so that the sum of eq. 25 is exact")
-    h_64 = code.let("h_64", "h.double()")
+    h_64 = code.let("h_64", lambda: h.double())
     distribution = code.call("distribution", vocabulary_distribution, tree, node_vectors_64, h_64)
-    total = code.let("total", "float(distribution.sum())", note="000 eq. 25: they add up to 1")
+    total = code.let("total", lambda: float(distribution.sum()), note="000 eq. 25: they add up to 1")
     left, right = st.columns([3, 2])
     with left:
         figures.show(figures.tree(nodes, f"Path of “{word}”: {len(steps)} sigmoids from the root, LEFT on the left",
@@ -82,7 +84,7 @@ with page.guard():
                               title=f"Most likely words near “{context}”", y_title="p(w | c)"))
 st.subheader("Cost per prediction: V against log₂ V")
 mean_path = code.call("mean_path", mean_depth, tree, counts, note="sigmoids per word over running text, and at most")
-longest_path = code.let("longest_path", "int(tree.depth.max())")
+longest_path = code.let("longest_path", lambda: int(tree.depth.max()))
 sizes = np.unique(np.logspace(1, 6, 26).astype(int))
 figures.show(figures.points_and_curves(
     {"this tree: mean path over running text": ([V], [mean_path]), "this tree: longest path": ([V], [longest_path])},

@@ -29,7 +29,7 @@ code = page.code
 data = code.call("data", kr.make_regression_data, n_train, noise, seed,
                  note="noisy samples of 2 sin x + x^0.8 at random points of [0, 5), and 51 evenly spaced queries")
 queries, keys, values, truth = code.let(
-    "queries, keys, values, truth", "data.x_query, data.x_train, data.y_train, data.y_true",
+    "queries, keys, values, truth", lambda: (data.x_query, data.x_train, data.y_train, data.y_true),
     note="001 §1.3: the queries are where we estimate, the keys where we observed, the values what we observed")
 fit = code.call("fit", kr.nadaraya_watson, queries, keys, values, kernel, bandwidth,
                 note="001 §1.3, Nadaraya-Watson: f(q) = Σ_i v_i α(q, k_i) / Σ_j α(q, k_j)")

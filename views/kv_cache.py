@@ -24,15 +24,16 @@ page.intro(
 )
 
 st.subheader("The worked example of 002 §2.5, step by step")
-X = code.let("X", "torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)",
+X = code.let("X", lambda: torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64),
              note="002 §2.5.1: three 2-dimensional tokens and their projections")
-W_Q = code.let("W_Q", "torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)")
-W_K = code.let("W_K", "torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=torch.float64)")
-W_V = code.let("W_V", "torch.tensor([[0.5, -0.5], [1.0, 0.5]], dtype=torch.float64)")
+W_Q = code.let("W_Q", lambda: torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64))
+W_K = code.let("W_K", lambda: torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=torch.float64))
+W_V = code.let("W_V", lambda: torch.tensor([[0.5, -0.5], [1.0, 0.5]], dtype=torch.float64))
 steps = code.call("steps", cached_attention_steps, X, W_Q, W_K, W_V,
                   note="002 §2.5 steps 1-6: q_t, k_t, v_t of the new token only; K, V grow by one row")
-code.let("outputs", "torch.stack([s.z for s in steps])", note="z_t; each equals row t of uncached masked attention")
-code.let("uncached_outputs", "torch.stack([s.uncached_z for s in steps])")
+code.let("outputs", lambda: torch.stack([s.z for s in steps]),
+         note="z_t; each equals row t of uncached masked attention")
+code.let("uncached_outputs", lambda: torch.stack([s.uncached_z for s in steps]))
 
 
 def fmt(t: torch.Tensor) -> str:
@@ -91,19 +92,19 @@ with page.guard():
     cached, plain = code.call("cached, plain", generated_both_ways, model, ids, n_new, defaults.KV_TEMPERATURE,
                               via=generated, note="000 eq. 86-89: the same draws with the cache and without it")
     text = code.call("text", vocab.decode, cached)
-    same = code.let("same", "cached == plain")
+    same = code.let("same", lambda: cached == plain)
     st.code(prompt + "⟶" + text, language=None, wrap_lines=True)
     st.caption(f"Sampled at temperature {defaults.KV_TEMPERATURE} with one seed, so both runs draw the same "
                "random numbers.")
     (st.success if same else st.error)("Identical tokens with and without the cache." if same else
                                        "The cached and uncached runs differ.")
-    config, prompt_len = code.let("config", "model.config"), code.let("prompt_len", "len(ids)")
-    work = {use: code.call(f"{'with' if use else 'without'}_cache", generation_work, config, prompt_len, n_new, use,
-                           note="002 §2.5: with the cache Σ O(t) = O(n²) work, without it Σ O(t²) = O(n³)"
-                           if use else None) for use in (True, False)}
-    code.let("fewer_scores", "without_cache.scores / with_cache.scores")
-    code.let("fewer_projections", "without_cache.projected / with_cache.projected")
-    code.let("cache_numbers", "with_cache.cache_numbers")
+    config, prompt_len = code.let("config", lambda: model.config), code.let("prompt_len", lambda: len(ids))
+    with_cache = code.call("with_cache", generation_work, config, prompt_len, n_new, True,
+                           note="002 §2.5: with the cache Σ O(t) = O(n²) work, without it Σ O(t²) = O(n³)")
+    without_cache = code.call("without_cache", generation_work, config, prompt_len, n_new, False)
+    code.let("fewer_scores", lambda: without_cache.scores / with_cache.scores)
+    code.let("fewer_projections", lambda: without_cache.projected / with_cache.projected)
+    code.let("cache_numbers", lambda: with_cache.cache_numbers)
     code.figure('px.line(x=list(range(prompt_len + 1, prompt_len + new + 1)), y=[n * 4 / 1024 for n in cache_numbers], '
                 'labels={"x": "position", "y": "KiB"}, title="The cache grows by one K and V row per layer")')
     left, right = st.columns([3, 2])
@@ -116,14 +117,14 @@ with page.guard():
         bytes_per_number = 4  # float32
         positions = list(range(len(ids) + 1, len(ids) + n_new + 1))
         figures.show(figures.lines(positions, {"cache size": [n * bytes_per_number / 1024
-                                                              for n in work[True].cache_numbers]}, markers=False,
+                                                              for n in with_cache.cache_numbers]}, markers=False,
                                    title="The cache grows by one K and V row per layer", x_title="position",
                                    y_title="KiB", height=300))
     with left:
         m1, m2 = st.columns(2)
-        m1.metric("Scores q·k computed, without ÷ with cache", f"{work[False].scores / work[True].scores:.0f}×")
+        m1.metric("Scores q·k computed, without ÷ with cache", f"{without_cache.scores / with_cache.scores:.0f}×")
         m2.metric("K, V vectors projected, without ÷ with cache",
-                  f"{work[False].projected / work[True].projected:.0f}×")
+                  f"{without_cache.projected / with_cache.projected:.0f}×")
         st.caption(f"Counted, not timed: the {n_new} steps after a prompt of {len(ids)} characters, over "
                    f"{model.config.n_layers} layers and {model.config.n_heads} heads (without the cache every step "
                    "forms the whole score matrix, masked half included). The same on any machine.")
@@ -137,8 +138,8 @@ with page.guard():
             where=f"CPU, {THREADS} thread", runs=f"median of {REPEATS} interleaved runs after {WARMUP} warm-up",
             automatic=False)
         table = {"": ["with cache", "without cache"],
-                 "K, V vectors projected": [f"{work[use].projected:,}" for use in (True, False)],
-                 "scores q·k computed": [f"{work[use].scores:,}" for use in (True, False)]}
+                 "K, V vectors projected": [f"{work.projected:,}" for work in (with_cache, without_cache)],
+                 "scores q·k computed": [f"{work.scores:,}" for work in (with_cache, without_cache)]}
         if measured is None:
             st.info("Not timed on this server yet for this prompt and length. Press the button: each step runs "
                     f"both ways in turn, {WARMUP + REPEATS} times, which takes a few seconds. Every visitor then "
@@ -163,13 +164,13 @@ if lm is not None:
     with page.guard():
         llm.prompt_ids(page, lm, prompt, defaults.KV_SMOLLM_TOKENS, chat=False)  # says on the page what was cut
         ids, _ = code.call("smol_ids, cut", generation.prompt_ids, lm, prompt, False, defaults.KV_SMOLLM_TOKENS)
-        grown = code.call("grown", cache_growth, code.let("llama", "lm.model"), ids, defaults.KV_SMOLLM_STEPS,
+        grown = code.call("grown", cache_growth, code.let("llama", lambda: lm.model), ids, defaults.KV_SMOLLM_STEPS,
                           via=lambda _, ids, n_new: llm.growth(ids, n_new, _lm=lm),
                           note="greedy tokens with the cache, Σ over layers of K.numel() + V.numel() after each")
-        code.let("cache_sizes", "grown.numbers")
+        code.let("cache_sizes", lambda: grown.numbers)
         # the cache-size table's row, from SmolLM2's config.json
         smol = code.call("smol", cs.published, "SmolLM2-135M", note="against the cache-size table's closed form")
-        per_token = code.let("per_token", "sorted({b - a for a, b in zip(grown.numbers, grown.numbers[1:])})")
+        per_token = code.let("per_token", lambda: sorted({b - a for a, b in zip(grown.numbers, grown.numbers[1:])}))
         code.call("closed_form_per_token", smol.elements_per_token)
         closed_form = f"2 · {smol.layers} layers · {smol.kv_heads} KV heads · {smol.head_dim} · tokens"
         st.code(lm.tokenizer.decode(ids) + "⟶" + lm.tokenizer.decode(grown.tokens), language=None, wrap_lines=True)

@@ -40,20 +40,20 @@ with page.guard():
         values = parse_numbers(typed, MAX_LOGITS)
         if not values:
             raise InputError("type at least one logit, for example `1, 1000, 2`")
-        x = code.let("logits", f"torch.tensor({values})", note="the logits x_1 … x_N")
+        logits = code.let("logits", lambda: torch.tensor(values), note="the logits x_1 … x_N")
     else:
-        x = code.call("logits", random_logits, n, scale=float(magnitude), seed=seed, note="the logits x_1 … x_N")
-    N = len(x)
-    three = code.call("three", three_pass_softmax, x, note="000 eq. 122-124: three passes, the first only for m_N")
-    online = code.call("online", online_softmax, x,
+        logits = code.call("logits", random_logits, n, scale=float(magnitude), seed=seed, note="the logits x_1 … x_N")
+    N = len(logits)
+    three = code.call("three", three_pass_softmax, logits, note="000 eq. 122-124: three passes, the first only for m_N")
+    online = code.call("online", online_softmax, logits,
                        note="000 eq. 130: one pass, d_i rescaled by e^(m_(i−1) − m_i) whenever the maximum grows")
-    code.let("m, d, a", "online.m, online.d, online.a")
+    code.let("m, d, a", lambda: (online.m, online.d, online.a))
     rescale = code.call("rescale", online.rescaling, note="e^(m_(i−1) − m_i) at every step, 0 at the first")
     # with d = 1 the default 1/√d is 1: the scores are the logits themselves
-    q, K, V = code.call("q, K, V", logits_as_attention, x,
+    q, K, V = code.call("q, K, V", logits_as_attention, logits,
                         note="000 eq. 137 for one query of width 1 whose scores q k_i^T are the logits")
     attention = code.call("attention", online_attention, q, K, V, as_printed=as_printed)
-    code.let("o", "attention.o")
+    code.let("o", lambda: attention.o)
     step = page.slider("Step i", "step", 1, N, min(4, N))
     code.call("estimate", prefix_softmax, online, step,
               note="after `step` logits: the softmax of the prefix, which later steps only rescale")
@@ -108,14 +108,15 @@ with page.guard():
                f"maximum reaches m_N = {online.m[-1]:.6g} (eq. 126-127: d'_N = d_N).{before} The three-pass column "
                "needs m_N, so it can only start after a whole first pass.")
     st.subheader(f"After all {N} steps, against torch")
-    reference = code.let("reference", "torch.softmax(logits, 0)", note="against torch")
+    reference = code.let("reference", lambda: torch.softmax(logits, 0), note="against torch")
     gaps(("max |online − torch.softmax|", online.a, reference),
          ("max |three-pass − torch.softmax|", three.a, reference),
          ("max |o_N − SDPA|", attention.o[-1], F.scaled_dot_product_attention(q[None], K, V, scale=1.0)[0]))
-    naive = code.call("naive", naive_softmax, x, note="without the maximum: e^x overflows float32 past x ≈ 88.7")
+    naive = code.call("naive", naive_softmax, logits, note="without the maximum: e^x overflows float32 past x ≈ 88.7")
     wrong = int((~torch.isclose(naive, online.a, rtol=1e-4, atol=1e-7)).sum())  # NaN is never close
     if wrong:
         st.info(f"Without the maximum, e^(x_i) / Σ e^(x_j) gets {wrong} of {N} weights wrong "
                 f"({int(torch.isnan(naive).sum())} NaN): in float32 e^x overflows past x ≈ 88.7 and underflows to 0 "
-                f"below x ≈ −103; the logits here run from {x.min():.6g} to {x.max():.6g}.", icon=":material/info:")
+                f"below x ≈ −103; the logits here run from {logits.min():.6g} to {logits.max():.6g}.",
+                icon=":material/info:")
     errata_panel.show(errata.online_rescaling())

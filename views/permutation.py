@@ -15,7 +15,7 @@ page.intro(
     "columns shuffled the same way."
 )
 c1, c2, c3 = st.columns([3, 2, 1])
-sentence = page.text("Sentence", "text", "I feel good", 200, where=c1)
+text = page.text("Sentence", "text", "I feel good", 200, where=c1)
 how = page.select("New order", "order", ["Reversed", "Shuffled", "Typed"], where=c2)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c3)
 c4, c5 = st.columns([3, 3])
@@ -25,22 +25,22 @@ encoding = page.select("Positions", "pos", list(ENCODING_LABELS), help="Position
 
 with page.guard():
     code = page.code
-    parse_tokens(sentence)  # refuses an empty or over-long sentence before anything is recorded
-    tokens = code.let("tokens", "text.split()", note="the sentence's tokens")
+    parse_tokens(text)  # refuses an empty or over-long sentence before anything is recorded
+    tokens = code.let("tokens", lambda: text.split(), note="the sentence's tokens")
     if how == "Reversed":
-        new_order = code.let("new_order", "list(range(len(tokens)))[::-1]", note="the new order: reversed")
+        new_order = code.let("new_order", lambda: list(range(len(tokens)))[::-1], note="the new order: reversed")
     elif how == "Shuffled":
         new_order = code.call("new_order", shuffled_order, tokens, seed, note="the new order: shuffled")
     else:
         typed = parse_order(page.text("Order (new position i takes old token order[i])", "perm",
                                       " ".join(map(str, range(len(tokens)))), 100), len(tokens))
-        new_order = code.let("new_order", repr(typed), note="the new order: new position i takes old token order[i]")
+        new_order = code.let("new_order", lambda: typed, note="the new order: new position i takes old token order[i]")
     X = code.call("X", token_embeddings, tokens, d_model, seed, note="a fixed random vector per word, (T, C)")
     weights = code.call("weights", init_multihead, d_model, seed, note="one head: W_Q, W_K, W_V, each (C, C)")
     check = code.call("check", check_equivariance, X, weights, new_order, ENCODING_LABELS[encoding],
                       note="002 §2.3.1: attention of X and of X' = P X; without positions A' = P A Pᵀ")
     weights_error, output_error = code.let(
-        "weights_error, output_error", "check.weights_error, check.output_error",
+        "weights_error, output_error", lambda: (check.weights_error, check.output_error),
         note="max |A' − P A Pᵀ| and max |Attention(P X) − P Attention(X)|: float32 rounding without positions")
     code.figure('slots = [f"{t} {tokens[i]}" for t, i in enumerate(new_order)]  # a repeated word keeps its own row\n'
                 'px.imshow(check.A_permuted.numpy(), x=slots, y=slots, title="A′ of P X (P A Pᵀ without positions)")')

@@ -23,21 +23,23 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c2)
 typed = page.text("Or type numbers (commas between)", "numbers", "", max_chars=300, where=c3)
 with page.guard():
     if typed.strip():
-        numbers = code.let("inputs", f"torch.tensor([{parse_numbers(typed)!r}])", note="one set of typed numbers")
+        values = parse_numbers(typed)
+        inputs = code.let("inputs", lambda: torch.tensor([values]), note="one set of typed numbers")
     else:
-        generator = code.let("generator", "torch.Generator().manual_seed(seed)")
-        numbers = code.call("inputs", number_sets, 1, length=n, generator=generator,
-                            note="one set of n random numbers in [0, 1)")
-    if numbers.shape[1] < 2:
+        generator = code.let("generator", lambda: torch.Generator().manual_seed(seed))
+        inputs = code.call("inputs", number_sets, 1, length=n, generator=generator,
+                           note="one set of n random numbers in [0, 1)")
+    if inputs.shape[1] < 2:
         raise InputError("type at least two numbers")
     with torch.no_grad():
-        log_probs, picks = code.call("log_probs, picks", model.forward, numbers,
+        log_probs, picks = code.call("log_probs, picks", model.forward, inputs,
                                      note="000 eq. 51-52: log Pr(C_i = j | earlier choices, P) at every step i")
-    order = code.let("order", "picks[0].tolist()", note="the positions in the order the network points at them")
-    pointed = code.let("pointed", "[inputs[0, j].item() for j in order]")
-    probabilities = code.let("probabilities", "log_probs[0].exp().detach()")
-    correct = code.let("correct", "order == inputs[0].argsort().tolist()", note="sorted correctly?")
-    inputs = [f"{j}: {v:.3f}" for j, v in enumerate(numbers[0].tolist())]
+    order = code.let("order", lambda: picks[0].tolist(),
+                     note="the positions in the order the network points at them")
+    pointed = code.let("pointed", lambda: [inputs[0, j].item() for j in order])
+    probabilities = code.let("probabilities", lambda: log_probs[0].exp().detach())
+    correct = code.let("correct", lambda: order == inputs[0].argsort().tolist(), note="sorted correctly?")
+    positions = [f"{j}: {v:.3f}" for j, v in enumerate(inputs[0].tolist())]
     st.subheader("→ " + ", ".join(f"{v:.3f}" for v in pointed))
     if correct:
         st.success("sorted correctly", icon=":material/check:")
@@ -45,7 +47,7 @@ with page.guard():
         st.warning("not sorted: the network made a mistake", icon=":material/swap_vert:")
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.heatmap(probabilities.numpy(), inputs, [f"step {i}" for i in range(len(order))],
+        figures.show(figures.heatmap(probabilities.numpy(), positions, [f"step {i}" for i in range(len(order))],
                                      "Where each step points: Pr(C_i = j | earlier choices, P)",
                                      x_title="input position j: number", y_title="output step i",
                                      annotate=len(order) <= 10))

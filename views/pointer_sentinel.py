@@ -23,10 +23,10 @@ code = page.code
 model, extra = code.call("model, extra", load_shipped_sentinel, "sentinel", via=sentinel_model,
                          note="the pointer sentinel LM trained for this project, and the same LSTM without a pointer")
 lstm, lstm_extra = code.call("lstm, lstm_extra", load_shipped_sentinel, "sentinel_lstm", via=sentinel_model)
-vocab = code.let("vocab", 'extra["vocab"]')
+vocab = code.let("vocab", lambda: extra["vocab"])
 with page.guard():
     lines = code.call("lines", tokenize, text)
-    words = code.let("words", "[w for line in lines for w in line]")
+    words = code.let("words", lambda: [w for line in lines for w in line])
     window_column, word_column = st.columns(2)  # side by side, so a projector shows the first figure
     with window_column:
         window = page.slider("Window L (words the pointer sees)", "L", 1, WINDOW, WINDOW)
@@ -36,8 +36,8 @@ with page.guard():
                         note="000 eq. 53 at every word after the first, each predicted from those before it")
     if passage.cut:
         page.notice(f"The passage has {len(words):,} words; only its first {MAX_WORDS} are read.")
-    mix = code.let("mix", "passage.mixture")
-    g, p_vocab, p_ptr, p = code.let("g, p_vocab, p_ptr, p", "mix.gate, mix.p_vocab, mix.p_ptr, mix.p",
+    mix = code.let("mix", lambda: passage.mixture)
+    g, p_vocab, p_ptr, p = code.let("g, p_vocab, p_ptr, p", lambda: (mix.gate, mix.p_vocab, mix.p_ptr, mix.p),
                                     note="000 eq. 53: p(next word) = g p_vocab + (1 − g) p_ptr, each (T,)")
     share = code.call("share", mix.pointer_share, note="how much of p came from the pointer: (1 − g) p_ptr / p")
     n = len(passage.words)

@@ -15,16 +15,16 @@ page.intro(
     "Neighbours are found by cosine in all dimensions, among the words drawn; their lines show what the "
     "picture kept and what it tore apart."
 )
-c = st.columns([1.3, 1, 0.8, 0.9, 1.2, 1.6])
-source = page.select("Vectors", "vectors", list(VECTOR_SETS), DEFAULT["source"], where=c[0],
+cols = st.columns([1.3, 1, 0.8, 0.9, 1.2, 1.6])
+source = page.select("Vectors", "vectors", list(VECTOR_SETS), DEFAULT["source"], where=cols[0],
                      help="; ".join(f"{key}: {s.label}, {s.about}" for key, s in VECTOR_SETS.items()))
-method = page.select("Method", "method", list(METHODS), DEFAULT["method"], where=c[1])
-dims = int(page.select("View", "dims", ["2-D", "3-D"], f"{DEFAULT['dims']}-D", where=c[2])[0])
-n = int(page.select("Words", "n", ["250", "500", "1000", "2000", "5000", "10000"], str(DEFAULT["n"]), where=c[3],
+method = page.select("Method", "method", list(METHODS), DEFAULT["method"], where=cols[1])
+dims = int(page.select("View", "dims", ["2-D", "3-D"], f"{DEFAULT['dims']}-D", where=cols[2])[0])
+n = int(page.select("Words", "n", ["250", "500", "1000", "2000", "5000", "10000"], str(DEFAULT["n"]), where=cols[3],
                     help=f"the most frequent words; t-SNE draws up to {BUDGET['t-SNE']:,}, PCA {BUDGET['PCA']:,}"))
-perplexity = page.slider("Perplexity", "perp", 5, 50, DEFAULT["perplexity"], where=c[4], disabled=method != "t-SNE",
+perplexity = page.slider("Perplexity", "perp", 5, 50, DEFAULT["perplexity"], where=cols[4], disabled=method != "t-SNE",
                          help="t-SNE: how many neighbours each word's Gaussian spreads over")
-typed = page.text("Also draw", "add", "", max_chars=400, where=c[5], placeholder="frog, toad, newt")
+typed = page.text("Also draw", "add", "", max_chars=400, where=cols[5], placeholder="frog, toad, newt")
 a1, a2, a3, _ = st.columns([1, 1, 1, 3])
 analogy = [page.text(label, key, word, max_chars=40, where=col).strip().lower()
            for label, key, word, col in zip(("Analogy a", "is to b", "as c is to ?"), "abc", DEFAULT["analogy"],
@@ -37,33 +37,36 @@ code.setting("n", n, "Words")
 for name, word, label in zip("abc", analogy, ("Analogy a", "is to b", "as c is to ?")):
     code.setting(name, word, label)
 
-vectors = VECTOR_SETS[source].record(code)
+word_vectors = VECTOR_SETS[source].record(code)
 own, typed_words = [], None
 with page.guard():
     typed_words = code.call("own", parse_words, typed, note="the words typed under Also draw")
     for word in typed_words:
-        vectors.id(word)  # unknown: a warning with spellings, and none of them drawn
+        word_vectors.id(word)  # unknown: a warning with spellings, and none of them drawn
     own = typed_words
 arrows = []
 with page.guard():  # a, b, c and the answer d join the words drawn
     if any(analogy):
         if not all(analogy):
             raise InputError("an analogy needs all three words a, b and c (or none, to draw none)")
-        answer = code.call("answer", vectors.analogy, *analogy, topn=1,
+        a, b, c = analogy  # the settings' names, which the lets read
+        answer = code.call("answer", word_vectors.analogy, a, b, c, topn=1,
                            note="000 eq. 1: d, the 3CosAdd answer to a : b :: c : ?, drawn as b − a and d − c")
-        d = code.let("d", "answer[0][0]")
+        d = code.let("d", lambda: answer[0][0])
         arrows = analogy_arrows(*analogy, d)
         if own is typed_words:  # recorded: the snippet adds a, b, c and d to them
-            own = code.let("own", "own + [w for w in (a, b, c, d) if w not in own]")
+            own = code.let("own", lambda: own + [w for w in (a, b, c, d) if w not in own])
         else:  # the typed words were refused above, and so is the Code view
             own = [*analogy, d]
-vocabulary = code.let("vocabulary", "word_vectors.words", note="the most frequent words with a letter, and those above")
+vocabulary = code.let("vocabulary", lambda: word_vectors.words,
+                      note="the most frequent words with a letter, and those above")
 try:
-    chosen = code.call("words", choose_words, vocabulary, n, method, own)
+    words = code.call("words", choose_words, vocabulary, n, method, own)
 except InputError as error:
     page.refuse(str(error))
-words = tuple(chosen)
-X = code.let("X", "word_vectors.vectors[[word_vectors.index[w] for w in words]]", note="their vectors, a row each")
+X = code.let("X", lambda: word_vectors.vectors[[word_vectors.index[w] for w in words]],
+             note="their vectors, a row each")
+drawn_words = tuple(words)  # hashable: the key of the projections kept
 
 EQUATIONS = {
     "PCA": (("PCA: SVD of the centred vectors", r"X - \bar X = U S V^\top,\ Y = U_k S_k"),
@@ -75,24 +78,24 @@ EQUATIONS = {
               ("gradient of KL(P‖Q)", r"4 \textstyle\sum_j \frac{(p_{ij} - q_{ij})(y_i - y_j)}{1 + \|y_i - y_j\|^2}")),
 }
 if method == "t-SNE":
-    code.slow(f"t-SNE of {len(words):,} words takes about {1 + len(words) / 400:.0f} s on a laptop CPU")
+    code.slow(f"t-SNE of {len(drawn_words):,} words takes about {1 + len(words) / 400:.0f} s on a laptop CPU")
 try:  # t-SNE for new settings waits in the server's line
     projected = code.call("projected", project, X, method, dims, *([perplexity] if method == "t-SNE" else []),
-                          via=lambda *_: view(source, words, method, dims, perplexity).projection,
+                          via=lambda *_: view(source, drawn_words, method, dims, perplexity).projection,
                           note=f"{method} in {dims} dimensions, and the share of each word's 10 nearest it keeps")
-    shown = view(source, words, method, dims, perplexity)
+    shown = view(source, drawn_words, method, dims, perplexity)
 except InputError as error:  # the line is full
     page.refuse(str(error))
-code.let("coords", "projected.coords")
-code.let("kept", "projected.kept")
+code.let("coords", lambda: projected.coords)
+code.let("kept", lambda: projected.kept)
 if method == "PCA":
-    code.let("explained", "projected.explained", note="share of the variance on each axis")
+    code.let("explained", lambda: projected.explained, note="share of the variance on each axis")
 else:
-    code.let("kl", "projected.kl[-1][1]", note="KL(P || Q) at the last iteration")
+    code.let("kl", lambda: projected.kl[-1][1], note="KL(P || Q) at the last iteration")
 plot = "px.scatter" if dims == 2 else "px.scatter_3d"
 axes = ", ".join(f"{axis}=projected.coords[:, {j}]" for j, axis in enumerate("xyz"[:dims]))
 code.figure(f"{plot}({axes}, hover_name=words,\n"
-            f"    title='{method} of {len(words):,} {VECTOR_SETS[source].label} words')")
+            f"    title='{method} of {len(drawn_words):,} {VECTOR_SETS[source].label} words')")
 
 
 @boundary.fragment
@@ -110,10 +113,10 @@ def picture(shown: View, arrows: list[tuple[str, str, str]], own: list[str]) -> 
     with right, page.guard():
         if word:
             if word not in index:
-                vectors.id(word)  # not in the vocabulary at all: suggest spellings
+                word_vectors.id(word)  # not in the vocabulary at all: suggest spellings
                 raise InputError(f"{word!r} is not among the {len(shown.words):,} words drawn: add it under "
                                  "Also draw, or draw more words")
-            centre = code.call("centre", chosen.index, word)
+            centre = code.call("centre", words.index, word)
             best, cosines = code.call("best, cosines", nearest, X, centre, k,
                                       note="its k nearest by cosine in all dimensions, among the words drawn")
             near = best.tolist()

@@ -1,3 +1,5 @@
+import math
+
 import streamlit as st
 import torch
 
@@ -63,11 +65,13 @@ with page.guard():
 
         with rotation:
             m = page.slider("Position m", "m", 0, 200, 10)
-            positions = code.let("positions", f"torch.arange({m + 1})",
+            positions = code.let("positions", lambda: torch.arange(m + 1),
                                  note="Rotation: q turned to positions 0..m (000 eq. 108-109)")
             path = code.call("path", rope.apply_rope, q, positions, base, pairing)  # (m+1, d)
-            norm_gap = code.let("norm_gap", "float(path[-1].norm() - q.norm()) / (torch.finfo(torch.float64).eps "
-                                            "* float(q.norm()))", note="rotation keeps the norm, up to rounding")
+            norm_gap = code.let("norm_gap",
+                                lambda: float(path[-1].norm() - q.norm()) / (torch.finfo(torch.float64).eps
+                                                                            * float(q.norm())),
+                                note="rotation keeps the norm, up to rounding")
             a, b = (int(x[0]) for x in rope.pair_indices(head_dim, pairing))
             code.figure(f'px.line(x=path[:, {a}], y=path[:, {b}], markers=True, title="Where pair 0 of q travels for '
                         f'positions 0..m").update_yaxes(scaleanchor="x")')
@@ -78,26 +82,29 @@ with page.guard():
 
         with relative:
             offset = page.slider("Offset m − n", "offset", 0, 64, 3)
-            positions = code.let("query_positions", f"torch.arange({offset}, {offset + 256})",
+            positions = code.let("query_positions", lambda: torch.arange(offset, offset + 256),
                                  note="Relative property (001 appendix): the score at offset m − n for 256 m")
-            float32 = code.let("float32", "torch.float32")
-            deviations = {f"{name} (ε = {torch.finfo(dtype).eps:.1e})":
-                          code.call(f"deviation_{name}", rope.score_deviation, q, k, offset, positions, base, pairing,
-                                    **({"dtype": float32} if dtype == float32 else {}))
-                          for name, dtype in (("float64", torch.float64), ("float32", float32))}
+            float32 = code.let("float32", lambda: torch.float32)
+            deviation_float64 = code.call("deviation_float64", rope.score_deviation, q, k, offset, positions,
+                                          base, pairing)
+            deviation_float32 = code.call("deviation_float32", rope.score_deviation, q, k, offset, positions,
+                                          base, pairing, dtype=float32)
+            deviations = {f"{name} (ε = {torch.finfo(dtype).eps:.1e})": deviation
+                          for name, dtype, deviation in (("float64", torch.float64, deviation_float64),
+                                                         ("float32", float32, deviation_float32))}
             figures.show(figures.lines(positions.tolist(), {name: dev.tolist() for name, dev in deviations.items()},
                                        markers=False, title=f"Score at offset {offset} minus its exact value, "
                                                             "across 256 positions",
                                        x_title="query position m", y_title="deviation / (ε‖q‖‖k‖)"))
             exact = float(code.call("exact", rope.relative_score, q, k,
-                                    code.let("offsets", f"torch.tensor([{offset}])"), base, pairing))
+                                    code.let("offsets", lambda: torch.tensor([offset])), base, pairing))
             c64, c32 = st.columns(2)
             code.note("the spread of the score across m, in each type's rounding unit ε‖q‖‖k‖")
             scale64 = code.call("scale64", rope.rounding_scale, q, k)
-            scale32 = code.call("scale32", rope.rounding_scale, code.let("q32", "q.float()"),
-                                code.let("k32", "k.float()"))
-            spread64 = code.let("spread64", "float(deviation_float64.max() - deviation_float64.min()) * scale64")
-            spread32 = code.let("spread32", "float(deviation_float32.max() - deviation_float32.min()) * scale32")
+            scale32 = code.call("scale32", rope.rounding_scale, code.let("q32", lambda: q.float()),
+                                code.let("k32", lambda: k.float()))
+            spread64 = code.let("spread64", lambda: float(deviation_float64.max() - deviation_float64.min()) * scale64)
+            spread32 = code.let("spread32", lambda: float(deviation_float32.max() - deviation_float32.min()) * scale32)
             c64.metric("Spread of the score across m, float64", f"{spread64:.1e}")
             c32.metric("Spread of the score across m, float32", f"{spread32:.1e}")
             st.caption(f"In exact arithmetic every m gives qᵀR_(−{offset})k = {exact:.6f}; the figure plots what "
@@ -105,14 +112,14 @@ with page.guard():
                        "and k). Both stay within a few units. float64 may creep up with m because the angle m·θ_i is "
                        "itself rounded at about m·ε; float32 does not, since its angles are computed in float64 and "
                        "only cos, sin and the products are rounded to float32.")
-            grid = code.let("grid", "torch.arange(24)")
+            grid = code.let("grid", lambda: torch.arange(24))
             scores, grid_deviation = code.call("scores, grid_deviation", rope.score_grid, q, k, grid, base, pairing,
                                                note="q_m · k_n is constant along every diagonal")
             figures.show(figures.heatmap(scores.numpy(), grid.tolist(), grid.tolist(),
                                          title="q_m · k_n: constant along every diagonal", x_title="key position n",
                                          y_title="query position m", zmin=None, zmax=None, colorscale="RdBu_r",
                                          annotate=False, height=460))
-            off_diagonal = code.let("off_diagonal", "float(grid_deviation.abs().max())")
+            off_diagonal = code.let("off_diagonal", lambda: float(grid_deviation.abs().max()))
             st.caption(f"Every cell is within {off_diagonal:.1f} ε‖q‖‖k‖ (float64) of its diagonal's exact value "
                        "qᵀR_(n−m)k.")
 
@@ -156,10 +163,10 @@ with page.guard():
                            f"{gap.settled[0]:,.0f} for base 10000.")
             perm = code.call("perm", rope.interleaved_to_half, head_dim,
                              note="the two pairings differ by a fixed reordering of dimensions")
-            positions = code.let("first_positions", "torch.arange(8)")
+            positions = code.let("first_positions", lambda: torch.arange(8))
             interleaved = code.call("interleaved", rope.apply_rope, q, positions, base, "interleaved")
             half = code.call("half", rope.apply_rope, q, positions, base, "half")
-            permuted = code.call("permuted", rope.apply_rope, code.let("q_permuted", "q[perm]"), positions, base,
+            permuted = code.call("permuted", rope.apply_rope, code.let("q_permuted", lambda: q[perm]), positions, base,
                                  "half")
             gaps(("max |interleaved − half-split| on the same q", interleaved, half),
                  ("… after permuting q's dimensions (2i → i, 2i+1 → d/2+i)", interleaved[:, perm], permuted))
@@ -170,11 +177,11 @@ with page.guard():
             T = page.slider("Tokens", "T", 2, 48, 24)
             content, _ = code.call("content, _", rope.random_query_key, head_dim, seed + 1,
                                    note="Attention map: every token has the same content (seed + 1)")
-            same = code.let("same", f"content.expand({T}, -1)")  # only position can tell the tokens apart
-            rotated = code.call("rotated", rope.apply_rope, same, code.let("token_positions", f"torch.arange({T})"),
+            same = code.let("same", lambda: content.expand(T, -1))  # only position can tell the tokens apart
+            rotated = code.call("rotated", rope.apply_rope, same, code.let("token_positions", lambda: torch.arange(T)),
                                 base, pairing)
-            without_rope = code.let("without_rope", f"torch.softmax(same @ same.T / math.sqrt({head_dim}), -1)")
-            with_rope = code.let("with_rope", f"torch.softmax(rotated @ rotated.T / math.sqrt({head_dim}), -1)")
+            without_rope = code.let("without_rope", lambda: torch.softmax(same @ same.T / math.sqrt(head_dim), -1))
+            with_rope = code.let("with_rope", lambda: torch.softmax(rotated @ rotated.T / math.sqrt(head_dim), -1))
             a1, a2 = st.columns(2)
             with a1:
                 figures.show(figures.heatmap(without_rope.numpy(),
@@ -209,12 +216,12 @@ with page.guard():
                 head = page.slider("Query head", "head", 0, lm.config.n_heads - 1, 4, where=r2)
                 # cut is left unnamed: the snippet would write every 0 as `cut` (ui/code.py names values by identity)
                 encoded = code.call("encoded", generation.prompt_ids, lm, text, chat=False, limit=llm.SHORT_TOKENS)
-                ids = code.let("ids", "encoded[0]")
+                ids = code.let("ids", lambda: encoded[0])
                 llm.say_cut(page, ids, encoded[1], llm.SHORT_TOKENS, chat=False)
                 i = page.slider("Query token i", "token", 0, len(ids) - 1, min(10, len(ids) - 1), where=r3)
                 real = code.call("real", heads.rope_on_head, lm, ids, layer, head, i,
                                  via=lambda lm, ids, layer, head, query: llm.rotation(ids, layer, head, query, _lm=lm))
-                code.let("computed, closed_form", "real.computed, real.closed_form")
+                code.let("computed, closed_form", lambda: (real.computed, real.closed_form))
                 labels = llm.token_labels(lm, ids)
                 figures.show(pair_paths(real.path, lm.config.rope_base, GGUF_PAIRING,
                                         f"SmolLM2 layer {layer}, head {head}: pairs of q of “{labels[i]}” over "

@@ -28,7 +28,7 @@ code = page.code
 result = code.call("result", scaling_study, max_log2, n_keys, n_draws, seed, via=study,
                    note="001 §1.4: raw and 1/√d_k-scaled logits of random q, k for d_k = 1, 2, 4, …, 2^maxlog2")
 raw_spread, scaled_spread = code.let(
-    "raw_spread, scaled_spread", 'result.logit_std["raw"][-1], result.logit_std["scaled"][-1]',
+    "raw_spread, scaled_spread", lambda: (result.logit_std["raw"][-1], result.logit_std["scaled"][-1]),
     note="at the largest d_k the raw logits spread as √d_k (Var[q·k] = d_k); the scaled ones stay at 1")
 code.figure('go.Figure([go.Scatter(x=result.d_k, y=result.logit_std[name], name=name) for name in ("raw", "scaled")],\n'
             '          layout={"title": "Spread of the logits", "xaxis_title": "d_k", "xaxis_type": "log",\n'

@@ -23,8 +23,8 @@ MAX_KEYS = 10
 c1, c2, c3 = st.columns([2, 2, 1])
 source = page.select("Inputs", "inputs", ["Worked example (002 §2.1)", "Random", "Typed"], where=c1)
 kind_label = page.select("Scoring function", "score", list(SCORING_LABELS), where=c2)
-padding = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
-                      help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)", where=c3)
+pad = page.slider("Padding keys", "pad", 0, MAX_KEYS - 1, 0,
+                  help="Mask this many keys at the end, as padding of a shorter sequence (001 §1.4)", where=c3)
 kind = SCORING_LABELS[kind_label]
 SCORE_NOTES = {"dot": "000 eq. 42: dot-product scores a(q, k) = q kᵀ",
                "scaled_dot": "000 eq. 57, 001 §1.4: scaled dot-product scores a(q, k) = q kᵀ / √d",
@@ -58,8 +58,9 @@ def typed_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def written(Q: np.ndarray, K: np.ndarray, V: np.ndarray, note: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Matrices the snippet writes out as float32 tensors."""
-    return (code.let("Q", f"torch.tensor({Q.tolist()})", note=note), code.let("K", f"torch.tensor({K.tolist()})"),
-            code.let("V", f"torch.tensor({V.tolist()})"))
+    q, k, v = Q.tolist(), K.tolist(), V.tolist()  # nested lists: the snippet writes them as literals
+    return (code.let("Q", lambda: torch.tensor(q), note=note), code.let("K", lambda: torch.tensor(k)),
+            code.let("V", lambda: torch.tensor(v)))
 
 
 weights = None  # until the inputs are valid
@@ -74,11 +75,11 @@ with page.guard():
     m = K.shape[0]
     if m > MAX_KEYS:
         raise InputError(f"K has {m} keys; this page shows at most {MAX_KEYS}")
-    if padding >= m:
-        raise InputError(f"masking {padding} of {m} keys leaves none to attend to; mask at most {m - 1}")
+    if pad >= m:
+        raise InputError(f"masking {pad} of {m} keys leaves none to attend to; mask at most {m - 1}")
     if V.shape[0] != m:
         raise InputError(f"K has {m} rows but V has {V.shape[0]}: every key needs one value")
-    valid_lens = code.let("valid_lens", "torch.full((len(Q),), len(K) - pad)",
+    valid_lens = code.let("valid_lens", lambda: torch.full((len(Q),), len(K) - pad),
                           note="001 §1.4: the last `pad` keys are padding, so every query's valid length is m − pad")
     with st.expander("Parameters of general and additive scoring"):
         p1, p2 = st.columns(2)
@@ -92,7 +93,7 @@ with page.guard():
     logits = code.call("logits", scoring.scores, *score_args, note=SCORE_NOTES[kind])
     weights = code.call("weights", scoring.masked_softmax, logits, valid_lens,
                         note="001 §1.4: masked softmax, the padding keys get weight exactly 0")
-    output = code.let("output", "weights @ V", note="001 §1.2, 000 eq. 62: O = α V, one row per query")
+    output = code.let("output", lambda: weights @ V, note="001 §1.2, 000 eq. 62: O = α V, one row per query")
     code.figure(f'px.imshow(weights.numpy(), title="Weights α = masked softmax of the {kind} scores")')
 
 left, right = st.columns([3, 2])
@@ -122,9 +123,9 @@ with right:
         *[(cite + (", in use" if name == kind else ""), r"\boxed{" + tex + "}" if name == kind else tex)
           for name, (cite, tex) in formulas.items()],
         ("001 §1.4 (masked softmax, valid length ℓ)",
-         r"\alpha_{ij} = \begin{cases} \dfrac{\exp a_{ij}}{\sum_{j' \le \ell} \exp a_{ij'}} & j \le \ell"
-         r" \\ 0 & j > \ell \end{cases}"),
+         (r"\alpha_{ij} = \begin{cases} \dfrac{\exp a_{ij}}{\sum_{j' \le \ell} \exp a_{ij'}} & j \le \ell"
+          r" \\ 0 & j > \ell \end{cases}")),
         ("001 §1.2, 000 eq. 62", r"O = \alpha V"),
     )
-if weights is not None and source.startswith("Worked") and kind == "dot" and padding == 0:
+if weights is not None and source.startswith("Worked") and kind == "dot" and pad == 0:
     errata_panel.show(errata.worked_example_002())

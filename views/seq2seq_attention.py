@@ -42,8 +42,9 @@ with page.guard():
     result = code.call("result", translate, model, text,
                        note="greedy decoding; every step scores the source with s_{t-1} (000 eq. 42-47, 001 §1.5)")
     elapsed_ms = 1000 * (time.perf_counter() - start)
-    output = code.let("output", "result.output")
-    attention = code.let("attention", "result.attention", note="000 eq. 42-43: a_tj, one row per output character")
+    output = code.let("output", lambda: result.output)
+    attention = code.let("attention", lambda: result.attention,
+                         note="000 eq. 42-43: a_tj, one row per output character")
     st.subheader(f"“{result.source}” → {result.output}")
     left, right = st.columns([3, 2])
     with left:
@@ -52,11 +53,11 @@ with page.guard():
         st.caption(LABEL_KEY)
         # steps count from 0 like the heatmap's rows, so step t writes the output character labelled t
         step = page.slider("Decoding step t", "step", 0, len(result.attention) - 1, min(4, len(result.attention) - 1))
-        row = code.let("weights", "attention[step]", note="step t's weights over the source: they sum to 1")
-        context = code.let("context", "result.context[step]", note="000 eq. 44: c_t = Σ_j a_tj z_j")
-        weight_sum = code.let("weight_sum", "float(weights.sum())")
+        weights = code.let("weights", lambda: attention[step], note="step t's weights over the source: they sum to 1")
+        context = code.let("context", lambda: result.context[step], note="000 eq. 44: c_t = Σ_j a_tj z_j")
+        weight_sum = code.let("weight_sum", lambda: float(weights.sum()))
         produced = output_labels(result.output, len(result.attention))[step]
-        figures.show(figures.bars(char_labels(result.source), {"a_tj": row.tolist()},
+        figures.show(figures.bars(char_labels(result.source), {"a_tj": weights.tolist()},
                                   title=f"Step {step} (writes “{produced}”): weights over the source", y_title="a_tj"))
         figures.show(figures.heatmap(context[None].numpy(), list(range(len(context))),
                                      ["c_t"], f"Context vector c_{step} = Σ_j a_tj z_j ({len(context)} numbers)",

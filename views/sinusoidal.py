@@ -59,7 +59,7 @@ with page.guard():
             {"Σ cos(k ω_i)": (offsets.tolist(), closed_form.tolist())},
             title=f"PE(p) · PE(p + k) from p = {', '.join(map(str, starts))}", x_title="offset k",
             y_title="dot product"))
-        spread = code.let("spread", "float((dots.max(dim=0).values - dots.min(dim=0).values).max())",
+        spread = code.let("spread", lambda: float((dots.max(dim=0).values - dots.min(dim=0).values).max()),
                           note="the largest difference between starting positions, any k: rounding")
         st.metric("Largest difference between starting positions, any k", f"{spread:.1e}",
                   help="0 in exact arithmetic; what is left is the float32 table's rounding")

@@ -22,7 +22,7 @@ steps = page.slider("Gradient steps", "steps", 0, 300, 100, 10, where=c3)
 lr = page.slider("Learning rate", "lr", 0.1, 4.0, 1.0, 0.1, where=c4)
 code = page.code
 lines = code.call("lines", tokenize, text)
-words = code.let("words", "[w for line in lines for w in line]")
+words = code.let("words", lambda: [w for line in lines for w in line])
 if size % 2 == 0:
     page.refuse(f"The window size must be odd (the target sits in the middle); {size} is even.")
 if not words:
@@ -37,9 +37,9 @@ with page.guard():
                           "context": [", ".join(w.contexts) for w in found]}, hide_index=True)
         fit = code.call("fit", fit_sentence, pairs, dim=8, steps=steps, lr=lr, seed=0,
                         note="000 eq. 8, 10: gradient ascent on log L with the full softmax of eq. 3")
-        pair_probs = code.let("pair_probs", "fit.pair_probs",
+        pair_probs = code.let("pair_probs", lambda: fit.pair_probs,
                               note="000 eq. 7: its factors, Pr(context | target) of each pair")
-        log_likelihood = code.let("log_likelihood", "fit.log_likelihood",
+        log_likelihood = code.let("log_likelihood", lambda: fit.log_likelihood,
                                   note="000 eq. 8: log L before each step and after the last")
         st.subheader(f"Step 2: {len(pairs)} pairs (x, y) = (target, context), eq. 5‑6")
         tables.dataframe({"target x": [t for t, _ in pairs], "context y": [c for _, c in pairs],

@@ -57,13 +57,13 @@ with page.guard():
     # cut is left unnamed: the snippet would write every 0 as `cut` (ui/code.py names values by identity)
     encoded = code.call("encoded", generation.prompt_ids, lm, prompt, chat,
                         note="byte-level BPE, inside the chat template when chat: the ids and how many were cut")
-    ids, cut = code.let("ids", "encoded[0]"), encoded[1]
+    ids, cut = code.let("ids", lambda: encoded[0]), encoded[1]
     if cut:
         page.notice(f"The prompt is {cut + len(ids):,} tokens; its first {cut:,} are cut so that it fits the "
                     f"{generation.MAX_PROMPT_TOKENS:,} this page reads (SmolLM2's context is {cfg.context_length:,}).")
     shown = ids[-INSIDE:]
     if view_name in ("Next token", "Attention", "Logit lens", "Neuron view"):
-        shown = code.let("shown", f"ids[-{INSIDE}:]", note="the last tokens, which the views read")
+        shown = code.let("shown", lambda: ids[-INSIDE:], note="the last tokens, which the views read")
     texts = [visible(token.text) for token in lm.tokenizer.tokens(shown)]
     positions = [f"{len(ids) - len(shown) + i}:{text}" for i, text in enumerate(texts)]
     if view_name in ("Next token", "Attention", "Logit lens"):
@@ -72,7 +72,7 @@ with page.guard():
                          note="one forward pass: the next token's distribution, every head's attention, the logit lens")
 
     if view_name == "Next token":
-        code.let("next_tokens", '[lm.tokenizer.decode([i]) for i in view["next_ids"]]',
+        code.let("next_tokens", lambda: [lm.tokenizer.decode([i]) for i in view["next_ids"]],
                  note="000 §8.3.4: softmax of the tied unembedding of RMSNorm(h_T), its 12 most likely tokens")
         code.figure('px.bar(x=next_tokens, y=view["next_probs"], title="p(next token): the 12 most likely")')
         left, right = st.columns([3, 2])
@@ -124,7 +124,7 @@ with page.guard():
         if request in generations():
             steps = code.call("steps", generation.generate, *step_args, via=lambda *_: generations()[request],
                               note="one forward pass of one token a step against the KV cache (000 §8.5)")
-            code.let("answer", "lm.tokenizer.decode([s.token for s in steps])")
+            code.let("answer", lambda: lm.tokenizer.decode([s.token for s in steps]))
             code.figure('px.bar(y=[s.probability for s in steps], x=[lm.tokenizer.decode([s.token]) for s in steps], '
                         'title="Each generated token\'s probability")')
             answer.code(lm.tokenizer.decode([s.token for s in steps]), language=None, wrap_lines=True)
@@ -153,7 +153,7 @@ with page.guard():
             sharing = ", ".join(str(kv_head * group + h + 1) for h in range(group))
             st.caption(f"Query head {head} reads key-value head {kv_head + 1} of {cfg.n_kv_heads}, as query heads "
                        f"{sharing} do: grouped-query attention caches 3 heads' K and V instead of 9.")
-        attention = code.let("attention", 'view["attentions"][layer - 1, head - 1]',
+        attention = code.let("attention", lambda: view["attentions"][layer - 1, head - 1],
                              note="layer and head counted from 1, as on the page")
         code.figure('px.imshow(attention, labels={"x": "key", "y": "query"}, title="Attention")')
         with left:
@@ -169,7 +169,7 @@ with page.guard():
 
     if view_name == "Logit lens":
         code.note("the logit lens: each layer's residual through the final RMSNorm and the tied unembedding")
-        code.let("lens_tokens", '[[lm.tokenizer.decode([i]) for i in row] for row in view["lens_ids"]]')
+        code.let("lens_tokens", lambda: [[lm.tokenizer.decode([i]) for i in row] for row in view["lens_ids"]])
         code.figure('px.imshow(view["lens_probs"], text_auto=False, labels={"x": "position", "y": "after layer"}, '
                     'title="Logit lens")')
         lens_positions = positions[-LENS:]
@@ -184,17 +184,18 @@ with page.guard():
 
     if view_name == "Neuron view":
         c1, c2, c3, c4 = st.columns(4)
-        n_layer = page.slider("Layer", "nlayer", 1, cfg.n_layers, 1, where=c1)
-        n_head = page.slider("Query head", "nhead", 1, cfg.n_heads, 1, where=c2)
+        nlayer = page.slider("Layer", "nlayer", 1, cfg.n_layers, 1, where=c1)
+        nhead = page.slider("Query head", "nhead", 1, cfg.n_heads, 1, where=c2)
         query = page.slider("Query position", "query", 0, len(shown) - 1, len(shown) - 1, where=c3)
         key = page.slider("Key position", "key", 0, query, 0, where=c4) if query else 0
-        code.let("layer_index, head_index", "nlayer - 1, nhead - 1")
-        # the indices by name (Name): as values, ui/code.py would write a 0 as the Key position's name
+        code.let("layer_index, head_index", lambda: (nlayer - 1, nhead - 1))
+        # the indices by name (Name): a small int has no identity to be named by, so it would be written as a
+        # literal, cut off from nlayer and nhead
         nv = code.call("nv", inspection.neuron_view, lm, shown, Name("layer_index"), Name("head_index"), query, key,
-                       via=lambda lm, ids, _layer, _head, query, key: neuron(tuple(ids), n_layer - 1, n_head - 1,
+                       via=lambda lm, ids, _layer, _head, query, key: neuron(tuple(ids), nlayer - 1, nhead - 1,
                                                                              query, key),
                        note="000 eq. 106-109: q and k after RoPE, their products by pair, the score")
-        code.let("score, pair_sums", "nv.score, nv.pair_sums")
+        code.let("score, pair_sums", lambda: (nv.score, nv.pair_sums))
         code.figure('px.bar(y=nv.pair_sums, title="The score by rotated pair, fastest frequency first")')
         left, right = st.columns([3, 2])
         with left:
@@ -208,10 +209,10 @@ with page.guard():
                                              "q̃ ⊙ k̃ / √d": nv.products.tolist()}, y_title="value", height=300,
                                       title="Per dimension: pairs (2i, 2i+1) turn together"))
         with right:
-            weights = code.let("weights", "nv.scores.softmax(0)", note="the softmax over the query's row")
+            weights = code.let("weights", lambda: nv.scores.softmax(0), note="the softmax over the query's row")
             st.metric("score q̃·k̃/√d", f"{nv.score:.4f}")
             st.metric("attention weight after the softmax over its row", f"{float(weights[key]):.4f}")
-            st.caption(f"Query head {n_head} reads key-value head {nv.kv_head + 1}. The sum of the bars is the "
+            st.caption(f"Query head {nhead} reads key-value head {nv.kv_head + 1}. The sum of the bars is the "
                        "score; the softmax of the row of scores is the attention map's row. Pair i turns by "
                        "θ_i = 100000^(−2i/64) radians per position (000 eq. 100-102): pair 0 a full radian, "
                        "pair 31 about 1.4 × 10⁻⁵, so the pairs on the right barely tell positions apart.")
@@ -233,7 +234,7 @@ with page.guard():
                            cfg.rope_base if base.startswith("100000") else 10000.0, pairing,
                            via=lambda lm, text, rope_base, pairing: scored[(pairing, rope_base)],
                            note="exp of the mean cross-entropy (000 §8.3) with this RoPE base and pairing")
-        code.let("ppl, nll", "chosen.value, chosen.nll")
+        code.let("ppl, nll", lambda: (chosen.value, chosen.nll))
         code.figure('px.bar(y=nll, title=f"Perplexity {ppl:.2f}")')
         with left:
             scored_tokens = [visible(t.text) for t in lm.tokenizer.tokens(chosen.ids[1:])]

@@ -20,34 +20,34 @@ page.intro(
     "on the 60 pairs it knows), but p(·|c) already puts a word's usual company first."
 )
 c1, c2, c3 = st.columns(3)
-centre = page.text("Centre word c", "c", "united", max_chars=40, where=c1).strip().lower()
-output = page.text("Output word o", "o", "states", max_chars=40, where=c2).strip().lower()
+c = page.text("Centre word c", "c", "united", max_chars=40, where=c1).strip().lower()
+o = page.text("Output word o", "o", "states", max_chars=40, where=c2).strip().lower()
 top = page.slider("Words shown", "top", 5, 40, 15, where=c3)
-code.setting("c", centre, "Centre word c")  # the words as used, trimmed and lower-cased: the Code view names them
-code.setting("o", output, "Output word o")
+code.setting("c", c, "Centre word c")  # the words as used, trimmed and lower-cased: the Code view names them
+code.setting("o", o, "Output word o")
 with page.guard():
     vocabulary = code.call("vocabulary", model.word_vectors, via=lambda: checkpoint_vectors("lee_softmax"))
-    c = code.call("centre", vocabulary.id, centre)
-    o = code.call("output", vocabulary.id, output)
-    v_c = code.let("v_c", "model.input_vectors[centre]", note="v_c: the centre word's input vector; U: (V, d)")
-    U = code.let("U", "model.output_vectors")
+    centre = code.call("centre", vocabulary.id, c)
+    output = code.call("output", vocabulary.id, o)
+    v_c = code.let("v_c", lambda: model.input_vectors[centre], note="v_c: the centre word's input vector; U: (V, d)")
+    U = code.let("U", lambda: model.output_vectors)
     p = code.call("p", context_distribution, v_c, U, note="000 eq. 4: softmax(U v_c) over the whole vocabulary")
     best = p.topk(top).indices.tolist()
     code.figure(f"best = p.topk({top}).indices\n"
                 f"px.bar(x=[vocabulary.words[i] for i in best], y=p[best], labels={{'x': 'o', 'y': 'p(o | c)'}},\n"
-                f"       title='The {top} most likely outputs given c = {centre}')")
-    shown = best if o in best else best + [o]  # the chosen o always appears, marked ▶
+                f"       title='The {top} most likely outputs given c = {c}')")
+    shown = best if output in best else best + [output]  # the chosen o always appears, marked ▶
     left, right = st.columns([3, 2])
     with left:
-        figures.show(figures.bars([("▶ " if i == o else "") + model.vocab.words[i] for i in shown],
+        figures.show(figures.bars([("▶ " if i == output else "") + model.vocab.words[i] for i in shown],
                                   {"p(o | c)": p[shown].tolist()},
-                                  title=f"The {top} most likely outputs of the {V:,} given c = “{centre}”",
+                                  title=f"The {top} most likely outputs of the {V:,} given c = “{c}”",
                                   y_title="p(o | c)"))
-        ours = code.call("gradient", log_prob_gradient, v_c, U, o, note="000 eq. 12: u_o − Σ_o' p(o'|c) u_o'")
-        reference = code.call("autograd", autograd_log_prob_gradient, v_c, U, o, note="the same by autograd")
-        expected_u = code.let("expected_u", "p @ U", note="000 eq. 12, last line: E[u] under p(·|c)")
+        ours = code.call("gradient", log_prob_gradient, v_c, U, output, note="000 eq. 12: u_o − Σ_o' p(o'|c) u_o'")
+        reference = code.call("autograd", autograd_log_prob_gradient, v_c, U, output, note="the same by autograd")
+        expected_u = code.let("expected_u", lambda: p @ U, note="000 eq. 12, last line: E[u] under p(·|c)")
         dims = list(range(d))
-        figures.show(figures.lines(dims, {"u_o": U[o].tolist(), "E[u] = Σ p(o'|c) u_o'": expected_u.tolist(),
+        figures.show(figures.lines(dims, {"u_o": U[output].tolist(), "E[u] = Σ p(o'|c) u_o'": expected_u.tolist(),
                                           "eq. 12: u_o − E[u]": ours.tolist(), "autograd": reference.tolist()},
                                    title="∂ log p(o|c) / ∂v_c, coordinate by coordinate", x_title="coordinate",
                                    markers=False, dashed=["autograd"]))
@@ -57,9 +57,9 @@ with page.guard():
             ("000 eq. 12", r"\frac{\partial \log p(o \mid c)}{\partial v_c} = u_o - \sum_{o'} p(o' \mid c)\, u_{o'}"),
             ("000 eq. 12, last line", r"= u_o - \mathbb{E}_{o' \sim p(\cdot \mid c)}[u_{o'}]"),
         )
-        p_o = code.let("p_o", "float(p[output])", note="p(o|c), and its rank among the V words")
-        rank = code.let("rank", "int((p > p[output]).sum()) + 1")
-        st.metric(f"p(“{output}” | “{centre}”)", f"{p_o:.5f}",
+        p_o = code.let("p_o", lambda: float(p[output]), note="p(o|c), and its rank among the V words")
+        rank = code.let("rank", lambda: int((p > p[output]).sum()) + 1)
+        st.metric(f"p(“{o}” | “{c}”)", f"{p_o:.5f}",
                   delta=f"rank {rank} of {V:,}; uniform would be {1 / V:.5f}", delta_color="off")
         st.metric("Σ over the vocabulary", f"{float(p.sum()):.6f}")
         st.metric("Multiply-adds for one p(o|c)", f"{V * d:,}", help="V · d: the cost negative sampling and "

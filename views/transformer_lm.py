@@ -38,7 +38,7 @@ def attention_panel(ids: torch.Tensor) -> None:
     a1, a2 = st.columns(2)
     layer = page.slider("Layer", "layer", 1, cfg.n_layers, cfg.n_layers, where=a1)
     head = page.slider("Head", "head", 1, cfg.n_heads, 1, where=a2)
-    shown = code.let("shown", "ids[-40:]", note="the last 40 characters: a 40 x 40 map stays readable")
+    shown = code.let("shown", lambda: ids[-40:], note="the last 40 characters: a 40 x 40 map stays readable")
     attention = code.call("attention", head_attention, model, shown, layer, head, via=cached_head,
                           note="000 eq. 79-80: one head's causal attention, softmax(QK^T / sqrt(d_k) + M)")  # (T, T)
     labels = [f"{i}:{c}" for i, c in enumerate(vocab.decode(shown.tolist()))]
@@ -71,7 +71,7 @@ with page.guard():
     _, prompt = prompt_ids(page, prompt, vocab, cfg.max_seq_len - n_new)  # cut to the context, with notices
     ids = code.call("ids", vocab.encode, prompt)
     weights = code.call("weights", sampler.weights_of, model, via=lambda _: char_sampler_weights())
-    new_ids = code.call("new_ids", sampler.sample, weights, code.let("prompt_ids", "ids.tolist()"), n_new,
+    new_ids = code.call("new_ids", sampler.sample, weights, code.let("prompt_ids", lambda: ids.tolist()), n_new,
                         temperature, top_k or None, seed, via=sampled,
                         note="p_i ∝ exp(z_i / T) over the top-k logits, one character at a time (T = 0: greedy)")
     generated = code.call("generated", vocab.decode, new_ids)
@@ -93,7 +93,7 @@ with page.guard():
             ("sampling", r"p_i \propto \exp(z_i / T)\ \text{over the top-}k\ \text{logits}"),
         )
         metrics = extra["metrics"]
-        held_out = code.let("held_out_loss", 'extra["metrics"]["held_out_loss"]',
+        held_out = code.let("held_out_loss", lambda: extra["metrics"]["held_out_loss"],
                             note="nats per character on the last 10% of the corpus, against frequencies alone")
         baseline = code.call("baseline", unigram_loss, vocab, via=lambda _: unigram_baseline())
         st.metric("Held-out loss (last 10% of the corpus)", f"{held_out:.3f} nats/char",

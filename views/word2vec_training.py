@@ -5,9 +5,9 @@ from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.word2vec import Word2VecConfig, Word2VecModel, train
 from engine.errors import InputError
 from ui import figures, training
-from ui.snippet import Name
 from ui.loaders import checkpoint_vectors, corpus, corpus_vocab, word2vec_checkpoint
 from ui.page import Page, equations
+from ui.snippet import Name
 from ui.tables import neighbour_table
 
 RESULT = "word2vec_training_result"  # session key: ((corpus, pasted text, config), model) of the last run
@@ -37,8 +37,8 @@ window = page.slider("Window m (each side)", "window", 1, 10, 5, where=c2)
 # the Lee corpus is small: at 5 epochs every neighbour sits at cosine ≈ 0.99; 15 separate them in seconds
 epochs = page.slider("Epochs", "epochs", 1, 20, 15, where=c3)
 min_count = page.slider("Minimum count", "min_count", 1, 20, 5, where=c4)
-subsample = page.toggle("Subsample", "sample", True, where=c5,
-                        help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
+sample = page.toggle("Subsample", "sample", True, where=c5,
+                     help="Drop frequent words at random, as word2vec does (t = 10⁻³)")
 
 code = page.code
 pasted, trained_on = "", None
@@ -51,10 +51,11 @@ if source == "pasted":
         page.notice("Some words have non-ASCII letters; they are kept as written, accents included.")
 else:
     sentences = code.call("sentences", load_corpus, source, via=corpus)
-threshold = code.let("threshold", "1e-3 if sample else 0.0", note="word2vec's subsampling threshold t (0: keep all)")
+threshold = code.let("threshold", lambda: 1e-3 if sample else 0.0,
+                     note="word2vec's subsampling threshold t (0: keep all)")
 config = code.call("config", Word2VecConfig, architecture, objective, dim, window, k, min_count=min_count,
                    sample=threshold, epochs=epochs, seed=0)
-n_words = code.let("n_words", "sum(len(s) for s in sentences)")
+n_words = code.let("n_words", lambda: sum(len(s) for s in sentences))
 with page.guard():
     if n_words == 0:
         raise InputError("Paste some text to train on: the corpus is empty.")
@@ -111,7 +112,7 @@ if result is not None:
     fresh = training.finished(result, trained_on)
     if fresh:
         model = code.call("model", train, sentences, config, via=lambda *_: result[1], note=training_note)
-        code.let("losses", "model.losses")
+        code.let("losses", lambda: model.losses)
         vectors = code.call("vectors", model.word_vectors)
     else:  # a run stopped early, or of other settings: shown, not the code's
         vectors = model.word_vectors()
@@ -128,7 +129,8 @@ with page.guard():
         checkpoint = f"wikipedia_{'sgns' if name == 'ours' else 'gensim'}"
         shipped, stored = code.call(f"{name}_model, {name}_stored", load_shipped_word2vec, checkpoint,
                                     via=word2vec_checkpoint)
-        vecs = code.call(f"{name}_vectors", shipped.word_vectors, via=lambda: checkpoint_vectors(checkpoint))
+        vecs = code.call(f"{name}_vectors", shipped.word_vectors,
+                         via=lambda checkpoint=checkpoint: checkpoint_vectors(checkpoint))
         with column:
             neighbour_table(code.call(f"{name}_nearest", vecs.neighbours, word), title)
             st.caption(training.scores_text(stored["metrics"]))

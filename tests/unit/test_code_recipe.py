@@ -11,6 +11,7 @@ import pytest
 
 from engine.embeddings.corpus import Vocab, tokenize
 from engine.embeddings.glove import load_glove
+from engine.embeddings import pairs
 from engine.embeddings.pairs import one_hot, pairwise_geometry
 from engine.embeddings.word2vec import Word2VecConfig
 from ui import code, snippet
@@ -31,8 +32,8 @@ def test_a_recorded_run_is_written_as_a_script_that_computes_the_same_values():
     made, text = recipe(), "the cat sat on the mat"
     made.setting("text", text, "Sentence")
     made.setting("unused", 7.5, "A control no call reads")
-    made.call("lines", tokenize, text)
-    words = made.let("words", "[w for line in lines for w in line]")
+    lines = made.call("lines", tokenize, text)
+    words = made.let("words", lambda: [w for line in lines for w in line])
     vocab, rows = made.call("vocab, rows", one_hot, words, note="000 eq. 2")
     distances, _ = made.call("distances, cosines", pairwise_geometry, rows)
     script = snippet.Snippet(made).script()
@@ -63,6 +64,34 @@ def test_values_are_named_by_identity_and_equal_values_stay_literals():
     made.call("vocab", Vocab.build, sentences, config.min_count)
     assert made.steps[-1].text == "Vocab.build(sentences, 5)"
     assert "from engine.embeddings.corpus import Vocab" in snippet.Snippet(made).script()
+
+
+def test_a_let_is_the_pages_own_python_written_with_the_names_it_reads():
+    """A `let`'s lambda runs on the page; the snippet writes its body from this file: a step's name for that very
+    value, a setting's name for its value, a module or engine object by its import, any other value as a literal,
+    one line (a comment inside is dropped, the UTF-8 columns of "§" and "α" counted right)."""
+    made, sentence, shown = recipe(), "the cat sat on the mat", 3
+    made.setting("top", shown, "Rows shown")
+    lines = made.call("lines", tokenize, sentence)
+    top = 3
+    words = made.let("words", lambda: [w for line in lines for w in line][:top], note="§ α")
+    sizes = made.let("sizes", lambda: {"α": len(words),  # a comment the snippet leaves out
+                                       "distinct": pairs.one_hot(words)[1].shape[1] + shown * 0})
+    assert (words, sizes) == (["the", "cat", "sat"], {"α": 3, "distinct": 3})
+    script = snippet.Snippet(made).script()
+    assert "top = 3  # Rows shown" in script
+    assert "# § α\nwords = [w for line in lines for w in line][:top]" in script
+    assert 'sizes = {"α": len(words), "distinct": pairs.one_hot(words)[1].shape[1] + 3 * 0}' in script
+    assert "from engine.embeddings import pairs" in script
+    assert run(script)["sizes"] == sizes
+
+
+def test_a_let_reading_a_value_no_step_named_cannot_be_written():
+    made, rows = recipe(), np.eye(2)
+    made.let("total", lambda: float(rows.sum()))  # the page still gets its value
+    assert made.unwritable and "total" in made.unwritable
+    with pytest.raises(code.Unwritable):
+        snippet.Snippet(made).script()
 
 
 def test_an_unnamed_object_or_a_function_outside_engine_cannot_be_written():

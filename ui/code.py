@@ -87,17 +87,17 @@ class Recipe:
         qualified = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
         if qualified in DATA and qualified not in self.loaders:
             self.loaders.append(qualified)
-        self._add(target, value, *self._written(fn, args, kwargs), note)
+        self._add(target, value, *self._written(fn, lambda: self.names.call(fn, args, kwargs)), note)
         return value
 
-    def _written(self, fn: Callable, args: tuple, kwargs: dict) -> tuple[str, tuple[str, ...]]:
-        """`fn(args)` as the snippet writes it with the names given so far, and its import. A step the recipe
+    def _written(self, what: Any, write: Callable[[], tuple[str, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]]:
+        """A step's text as the snippet writes it with the names given so far, and its imports. A step the recipe
         cannot write leaves the page working and the Code view saying so (tests/app/test_code_views.py fails on
         it)."""
         try:
-            return self.names.call(fn, args, kwargs)
+            return write()
         except Unwritable as error:
-            self.unwritable = self.unwritable or f"{getattr(fn, '__name__', fn)}: {error}"
+            self.unwritable = self.unwritable or f"{getattr(what, '__name__', what)}: {error}"
             return "...", ()
 
     def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
@@ -106,7 +106,7 @@ class Recipe:
         call reads it as `Name(target)`."""
         if not self._recording():
             return
-        self.steps.append(Step(target, *self._written(fn, args, kwargs), note))
+        self.steps.append(Step(target, *self._written(fn, lambda: self.names.call(fn, args, kwargs)), note))
 
     def let(self, target: str, compute: Callable[[], Any], note: str | None = None) -> Any:
         """`target = <compute's body>`: a line of plain Python over earlier names, a lambda the page runs as its
@@ -114,12 +114,7 @@ class Recipe:
         that value, or as a literal."""
         value = compute()
         if self._recording():
-            try:
-                text, imports = self.names.expression(compute)
-            except Unwritable as error:
-                self.unwritable = self.unwritable or f"{target}: {error}"
-                text, imports = "...", ()
-            self._add(target, value, text, imports, note)
+            self._add(target, value, *self._written(target, lambda: self.names.expression(compute)), note)
         return value
 
     def note(self, comment: str) -> None:

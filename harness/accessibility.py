@@ -22,7 +22,8 @@ def axe_violations(tab) -> list[dict]:
         from axe_playwright_python.base import AXE_SCRIPT
 
         _AXE_SCRIPT.append(AXE_SCRIPT)
-    tab.evaluate(_AXE_SCRIPT[0])
+    if tab.evaluate("typeof axe === 'undefined'"):  # once per document: Streamlit moves between pages in place
+        tab.evaluate(_AXE_SCRIPT[0])
     options = {"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]}
     return tab.evaluate("options => axe.run(document, options).then(r => r.violations)", options)
 

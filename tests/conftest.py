@@ -14,6 +14,10 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 # the suite's sessions, in AppTest and in the servers it starts, rerun without pause on purpose: ui/pace.py would
 # make them wait as it makes a flooding tab wait (its own tests set the share they check)
 os.environ.setdefault("HOW_LMS_PACE_SHARE", "1")
+# ...and compute each default view when a test first opens it, not all of them in a background thread as each server
+# (and each xdist worker's first AppTest) starts: most test servers open a few pages, and the thread's half a minute
+# of CPU per server only slows the rest of the suite. The class on a cold server (test_class_load) turns it back on.
+os.environ.setdefault("HOW_LMS_WARM", "0")
 # Without a GPU, our Triton kernel runs under Triton's interpreter. Triton reads this when a kernel is
 # decorated, at the first import of engine.efficiency.triton_flash, which the app tests reach before the
 # kernel's own tests: so it is set here, before any test module is imported.

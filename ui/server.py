@@ -135,5 +135,6 @@ _compile_kernels()
 torch.set_num_threads(1)
 threadpoolctl.threadpool_limits(1, user_api="blas")  # numpy's OpenBLAS and scipy's, both loaded by now
 gc.freeze()
-defaults.begin()
+if settings.current().warm:
+    defaults.begin()
 READY = True  # app.py shows its start-up spinner until this is set

@@ -29,6 +29,10 @@ class Settings:
     # HOW_LMS_BATCH_TOKENS: tokens of KV cache SmolLM2's continuous batch may hold (engine/llm/batching.py):
     # 4,096 x 45 KiB = 180 MiB in float32; a class of 200 already peaks at 2.4 of a hosted server's 2.7 GB.
     batch_tokens: int = batching.MAX_TOKENS
+    # HOW_LMS_WARM: 1 computes the default views' slow results in a background thread as the server starts
+    # (ui/defaults.py), so a class arriving later finds them ready; 0 leaves each to its first visitor (the test
+    # suite's servers, most of which open a few pages, on two cores shared with everything else).
+    warm: bool = True
 
 
 # each setting's variable, and how its text is read
@@ -37,8 +41,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str], float]]] = {
     "queue": ("HOW_LMS_QUEUE", int),
     "pace_share": ("HOW_LMS_PACE_SHARE", float),
     "batch_tokens": ("HOW_LMS_BATCH_TOKENS", int),
+    "warm": ("HOW_LMS_WARM", int),
 }
-BOUNDS = {"jobs": (1, 64), "queue": (1, 10_000), "pace_share": (0.01, 1.0), "batch_tokens": (64, 1 << 20)}
+BOUNDS = {"jobs": (1, 64), "queue": (1, 10_000), "pace_share": (0.01, 1.0), "batch_tokens": (64, 1 << 20), "warm": (0, 1)}
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> Settings:

@@ -1,7 +1,6 @@
 """`streamlit run`, with the one-hot page's engine call broken on purpose: the server of the browser test of a page's
 boundary (tests/e2e/test_boundary_browser.py). The page imports `one_hot` from its module at every run, so every run
-of it meets this one. The slow default views are not computed at start-up (ui/defaults.py): the test opens only light
-pages, and the server shares the suite's two cores.
+of it meets this one.
 Usage: python -m tests.e2e.broken_server run app.py [streamlit options]
 """
 from __future__ import annotations
@@ -11,7 +10,6 @@ import sys
 from streamlit.web import cli
 
 from engine.embeddings import pairs
-from ui import defaults
 
 BROKEN = "broken on purpose by tests/e2e/broken_server.py"
 
@@ -22,6 +20,5 @@ def one_hot(*args, **kwargs):
 
 if __name__ == "__main__":
     pairs.one_hot = one_hot
-    defaults.begin = lambda: None  # no default views computed in the background: the test opens three light pages
     sys.argv[0] = "streamlit"
     sys.exit(cli.main())

@@ -15,6 +15,15 @@ pytestmark = pytest.mark.e2e
 SESSIONS = 8
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_server():
+    """The server as it is served: the default views begin computing in the background as it starts, racing the
+    class's first runs (tests/conftest.py turns that off for the rest of the suite)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOW_LMS_WARM", "1")
+        yield
+
+
 async def arrive(url: str) -> dict:
     from playwright.async_api import async_playwright
 

@@ -20,6 +20,8 @@ from engine.embeddings.train_glove import load_shipped_glove
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import Word2VecModel
 from engine.errors import InputError
+from engine.seq2seq.dates import Example, distracted_examples
+from engine.seq2seq.decode import Translation, translate
 from engine.seq2seq.model import Seq2Seq, load_shipped_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork, load_shipped_pointer_network
 from engine.seq2seq.sentinel import PointerSentinelLM, load_shipped_sentinel
@@ -155,6 +157,19 @@ def glove() -> WordVectors:
 def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
     """A shipped encoder-decoder (engine/seq2seq/checkpoints/<name>.pt) in eval mode, with its metrics."""
     return load_shipped_seq2seq(name)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def translated(name: str, text: str) -> Translation:
+    """The date model `name`'s greedy decoding of text, once per server for each pair: the page's other controls
+    (the step shown, the coverage mean) rerun without decoding it again."""
+    return translate(seq2seq_checkpoint(name)[0], text)
+
+
+@st.cache_data(show_spinner=False)
+def distracted(n: int, seed: int) -> list[Example]:
+    """engine.seq2seq.dates.distracted_examples, drawn once per server rather than on every rerun."""
+    return distracted_examples(n, seed)
 
 
 @st.cache_resource(show_spinner="Loading the pointer network…")

@@ -1,3 +1,5 @@
+from functools import partial
+
 import streamlit as st
 
 from engine.embeddings.evaluation import PAIR_FILES, PAIR_TITLES, analogy_accuracy, word_pair_correlation
@@ -39,12 +41,19 @@ def vectors_of(name: str) -> WordVectors:
     return code.call("word_vectors", model.word_vectors, via=lambda: checkpoint_vectors("wikipedia_sgns"))
 
 
+@st.cache_data(max_entries=256, show_spinner=False)
+def asked(source: str, question: str, *args, **kwargs):
+    """WordVectors.<question>(*args) on the vectors of `source`, once per server for the same words: the page's
+    other controls rerun without searching all 400,000 vectors again."""
+    return getattr(glove() if source == "glove" else checkpoint_vectors("wikipedia_sgns"), question)(*args, **kwargs)
+
+
 vectors = vectors_of(source)
 left, right = st.columns([3, 2])
 with left, page.guard():
     code.note("000 eq. 1: the words x nearest to b − a + c, by 3CosAdd and by 3CosMul; a, b and c left out")
-    cos_add = code.call("cos_add", vectors.analogy, a, b, c, topn, method="3CosAdd")
-    cos_mul = code.call("cos_mul", vectors.analogy, a, b, c, topn, method="3CosMul")
+    cos_add = code.call("cos_add", vectors.analogy, a, b, c, topn, method="3CosAdd", via=partial(asked, source, "analogy"))
+    cos_mul = code.call("cos_mul", vectors.analogy, a, b, c, topn, method="3CosMul", via=partial(asked, source, "analogy"))
     answers = {"3CosAdd": cos_add, "3CosMul": cos_mul}
     t1, t2 = st.columns(2)
     for column, (method, found) in zip((t1, t2), answers.items()):
@@ -60,7 +69,7 @@ with left, page.guard():
     if unknown:
         st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
     shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
-    xy = code.call("xy", vectors.pca_2d, shown, note="the principal-component plane of these words")
+    xy = code.call("xy", vectors.pca_2d, shown, via=partial(asked, source, "pca_2d"), note="the principal-component plane of these words")
     code.figure(f"px.scatter(x=xy[:, 0], y=xy[:, 1], text={shown!r},\n"
                 f"           title='Principal-component plane of these words: the analogy parallelogram')")
     corner = {w: xy[i] for i, w in enumerate(shown)}
@@ -80,7 +89,8 @@ with right:
     near = page.text("Neighbours of", "near", "frog", max_chars=40).strip().lower()
     code.setting("near", near, "Neighbours of")
     with page.guard():
-        neighbour_table(code.call("neighbours", vectors.neighbours, near, topn, note="the nearest words by cosine"),
+        neighbour_table(code.call("neighbours", vectors.neighbours, near, topn, via=partial(asked, source, "neighbours"),
+                                  note="the nearest words by cosine"),
                         f"nearest to “{near}”")
 
 st.subheader("Evaluation: Google analogies, WordSim-353, SimLex-999")

@@ -3,7 +3,7 @@ import streamlit as st
 from engine.seq2seq.cross import as_cross_attention
 from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_shipped_seq2seq
-from ui.loaders import seq2seq_checkpoint
+from ui.loaders import seq2seq_checkpoint, translated
 from ui.page import Page, equations, gaps
 from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input
 
@@ -20,7 +20,8 @@ text = checked_input(page, page.text("A date", "text", "march 3, 2021", max_char
 code = page.code
 model, _ = code.call("seq2seq, record", load_shipped_seq2seq, name, via=seq2seq_checkpoint)
 with page.guard():
-    result = code.call("result", translate, model, text, note="the decoder, step by step (000 eq. 42, 44)")
+    result = code.call("result", translate, model, text, via=lambda *_: translated(name, text),
+                       note="the decoder, step by step (000 eq. 42, 44)")
     code.let("output", lambda: result.output)
     step_by_step = code.let("step_by_step", lambda: result.attention)
     cross = code.call("cross", as_cross_attention, model, result,

@@ -8,7 +8,7 @@ from engine.seq2seq.model import load_shipped_seq2seq
 from engine.transformer.train import load_classifier
 from ui import errata_panel, tables
 from ui.catalog import BY_SLUG
-from ui.loaders import finetuned_classifier, glove_checkpoint, seq2seq_checkpoint
+from ui.loaders import finetuned_classifier, glove_checkpoint, seq2seq_checkpoint, translated
 from ui.page import Page
 from ui.seq2seq import DATE_EXAMPLE
 
@@ -35,8 +35,10 @@ nobias = code.call("nobias_vectors, nobias_saved", load_shipped_glove, "glove_wi
                    via=glove_checkpoint)[1]
 biased = code.call("bias_vectors, bias_saved", load_shipped_glove, "glove_wikipedia", via=glove_checkpoint)[1]
 with page.guard():
-    dot_translation = code.call("dot_translation", translate, dot, DATE_EXAMPLE)
-    additive_translation = code.call("additive_translation", translate, additive, DATE_EXAMPLE)
+    dot_translation = code.call("dot_translation", translate, dot, DATE_EXAMPLE,
+                                via=lambda *_: translated("dot", DATE_EXAMPLE))
+    additive_translation = code.call("additive_translation", translate, additive, DATE_EXAMPLE,
+                                     via=lambda *_: translated("additive", DATE_EXAMPLE))
     code.note("each finding: what the notes print against what holds, computed")
     row_vector = code.call("row_vector", errata.rope_row_vector, note="000 eq. 109; 004 eq. 56")
     query_cache = code.call("query_cache", errata.mla_query_cache, mla.n_heads, mla.d_c, mla.d_h_rope,

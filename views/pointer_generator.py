@@ -3,7 +3,7 @@ import streamlit as st
 from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_shipped_seq2seq
 from ui import figures, tables
-from ui.loaders import seq2seq_checkpoint
+from ui.loaders import seq2seq_checkpoint, translated
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, attention_heatmap, checked_input, metrics_table, output_labels
 
@@ -23,7 +23,7 @@ code = page.code
 model, record = code.call("model, record", load_shipped_seq2seq, "pointer", via=seq2seq_checkpoint,
                          note="record: training losses and held-out metrics")
 with page.guard():
-    result = code.call("result", translate, model, text,
+    result = code.call("result", translate, model, text, via=lambda *_: translated("pointer", text),
                        note="greedy decoding; every step mixes generating and copying (000 eq. 52-53)")
     code.let("output", lambda: result.output)
     attention = code.let("attention", lambda: result.attention, note="000 eq. 52: a_tj, the pointer's distribution")

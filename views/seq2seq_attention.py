@@ -5,7 +5,7 @@ import streamlit as st
 from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_shipped_seq2seq
 from ui import errata_panel, figures
-from ui.loaders import seq2seq_checkpoint
+from ui.loaders import seq2seq_checkpoint, translated
 from ui.page import Page, equations
 from ui.seq2seq import (
     DATE_EXAMPLE,
@@ -80,5 +80,5 @@ with page.guard():
                 'y=[f"{t} {c}" for t, c in enumerate(output + "■")][:len(attention)], '
                 f'title="Attention a_tj of the {score} model")')
     additive = seq2seq_checkpoint("additive")[0]  # the bias belongs to the additive model, whichever is shown
-    additive_result = result if score == "additive" else translate(additive, text)
+    additive_result = result if score == "additive" else translated("additive", text)
     errata_panel.show(errata_panel.additive_bias(additive, additive_result))

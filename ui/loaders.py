@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,10 +161,16 @@ def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
+def timed_translation(name: str, text: str) -> tuple[Translation, float]:
+    """The date model `name`'s greedy decoding of text and the milliseconds it took, once per server for each
+    pair: the page's other controls (the step shown, the coverage mean) rerun without decoding it again."""
+    start = time.perf_counter()
+    result = translate(seq2seq_checkpoint(name)[0], text)
+    return result, 1000 * (time.perf_counter() - start)
+
+
 def translated(name: str, text: str) -> Translation:
-    """The date model `name`'s greedy decoding of text, once per server for each pair: the page's other controls
-    (the step shown, the coverage mean) rerun without decoding it again."""
-    return translate(seq2seq_checkpoint(name)[0], text)
+    return timed_translation(name, text)[0]
 
 
 @st.cache_data(show_spinner=False)
@@ -184,14 +191,15 @@ def sentinel_model(name: str) -> tuple[PointerSentinelLM, dict]:
     return load_shipped_sentinel(name)
 
 
-def decoding_search(name: str, text: str, model, method: str, width: int, max_len: int, pruned_shown: int | None,
+@st.cache_resource(max_entries=64, show_spinner=False)
+def decoding_search(name: str, text: str, _model, method: str, width: int, max_len: int, pruned_shown: int | None,
                     pruning: Pruning | None) -> SearchTree:
-    """SmolLM2's searches through the server's line and kept by their settings (a search takes seconds); the small
-    models' run afresh: they take milliseconds, and their trees hold attention rows that would cost more to copy
-    out of a cache."""
+    """A search's tree, kept by its settings and shared, not copied (its attention rows would cost more to copy
+    than the small models take to search): the page's other controls rerun without searching again. SmolLM2's
+    searches go through the server's line (a search takes seconds)."""
     if name == "smollm":
-        return llm.search_tree(text, method, width, max_len, pruned_shown, pruning, model)
-    return search(model, method, width, max_len, pruned_shown, pruning)
+        return llm.search_tree(text, method, width, max_len, pruned_shown, pruning, _model)
+    return search(_model, method, width, max_len, pruned_shown, pruning)
 
 
 @st.cache_data(show_spinner=False)

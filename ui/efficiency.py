@@ -50,6 +50,7 @@ def _bar_states(n: int, step: int) -> list[int]:
     return [0 if j < step - 1 else 1 if j == step - 1 else 2 for j in range(n)]
 
 
+@figures.shared
 def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> go.Figure:
     """Left: the logits with the running maximum m_i; right: the online estimate e^{x_j − m_i}/d_i over the
     logits seen so far, against the final softmax. One frame per step."""
@@ -91,6 +92,7 @@ def output_figure(steps: Sequence[int], o: torch.Tensor, reference: torch.Tensor
                          y_title="o_i", dashed=dashed, height=height)
 
 
+@figures.shared
 def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_r: int, N: int,
                 height: int = 440) -> go.Figure:
     """Left: the grid of S tiles (query blocks down, key blocks across), coloured and marked by state after each

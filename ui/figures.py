@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import pickle
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
+import torch
 from _plotly_utils.utils import convert_to_base64
 from plotly import basedatatypes
 from plotly.validator_cache import ValidatorCache
@@ -59,7 +61,25 @@ _parse_each_property_path_once()
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom")
 HEATMAP_SCALE = ValidatorCache.get_validator("heatmap", "colorscale")
 # how a shared figure's list, tuple and dict arguments are keyed (see shared)
-PICKLED = {kind: functools.partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL) for kind in (list, tuple, dict)}
+
+
+class _KeyPickler(pickle.Pickler):
+    """A pickle for cache keys: a tensor as its dtype, shape and bytes (torch's own pickle of equal tensors differs
+    from call to call, and missed the tile grid's cache on every run)."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, torch.Tensor):
+            return tuple, ((str(obj.dtype), tuple(obj.shape), obj.detach().cpu().numpy().tobytes()),)
+        return NotImplemented
+
+
+def _key(value) -> bytes:
+    out = io.BytesIO()
+    _KeyPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return out.getvalue()
+
+
+PICKLED = {kind: _key for kind in (list, tuple, dict)}
 
 
 def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
@@ -75,7 +95,8 @@ def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     @st.cache_resource(max_entries=FIGURES_KEPT, show_spinner=False, hash_funcs=PICKLED)
     def cached(lecture: bool, *args, **kwargs) -> go.Figure:
         fig = builder(*args, **kwargs)
-        fig._layout["meta"] = {ALT: alt_text.describe(fig)}  # from the raw data, before it is packed as base64
+        if ALT not in (fig._layout.get("meta") or {}):  # a builder may have written its own (the tile grid's)
+            fig._layout["meta"] = {ALT: alt_text.describe(fig)}  # from the raw data, before it is packed as base64
         spec = _plotly_dict(fig)
         fig.to_dict = lambda: spec
         return fig

@@ -81,3 +81,19 @@ def test_figures_built_as_specs_are_what_plotlys_validation_makes_of_them(name):
     raw = fig.to_plotly_json()
     validated = go.Figure(data=raw["data"], layout=raw["layout"])
     assert json.loads(validated.to_json()) == json.loads(fig.to_json())
+
+
+def test_a_shared_figures_key_is_the_same_for_equal_tensors_and_differs_for_others():
+    """The tile grid's steps hold tensors: torch's own pickle of two equal ones differs, which missed the figure
+    cache on every run."""
+    import torch
+
+    from engine.efficiency.flash import TileStep
+
+    def steps(last: float) -> list[TileStep]:
+        return [TileStep(0, 0, "full", torch.tensor([1.0, 2.0]), torch.tensor([3.0, last]))]
+
+    key = figures.PICKLED[list]
+    assert key(steps(4.0)) == key(steps(4.0))
+    assert key(steps(4.0)) != key(steps(5.0))
+    assert key([torch.zeros(2)]) != key([torch.zeros(2, dtype=torch.float64)])

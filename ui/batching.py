@@ -77,8 +77,7 @@ def _status(server: BatchServer, ticket: Ticket) -> tuple[float, str]:
     """The bar's fraction and text for a ticket at this moment."""
     place = server.place(ticket)
     if place:
-        line = _line().waiting_place()
-        if line is not None:
+        if (line := _line().waiting_place()) is not None:
             return 0.0, f"The batch waits for the server's line of heavy work: {line}. Changing a control leaves it."
         batch = server.batch
         cap = (f"at its cap of {batch.max_sequences} generations and {batch.max_tokens:,} tokens of KV cache; "

@@ -18,7 +18,7 @@ from engine.seq2seq.dates import distracted_examples
 from engine.seq2seq.decode import held_out_metrics
 from engine.transformer import kv_cache
 from ui import llm
-from ui.glove import glove_6b_on
+from ui.glove import shared_with_glove_6b
 from ui.loaders import char_model, cooccurrence_counts, fasttext_checkpoint, ngram_collisions, seq2seq_checkpoint
 from ui.projector import default_view
 from ui.smollm import preload as preload_smollm
@@ -94,7 +94,7 @@ def _compute_all() -> None:
                           (_import_late, ()),  # scipy.stats: the analogies' correlations, a tour stop
                           (smollm_views, ()), (distracted_metrics, ()), (default_view, ()),
                           (fasttext_checkpoint, ()), (ngram_collisions, FASTTEXT_GRAMS),
-                          (glove_6b_on, ("glove_wikipedia",)),
+                          (shared_with_glove_6b, ("glove_wikipedia",)),
                           (cooccurrence_counts, GLOVE_COUNTS),  # the Wikipedia sample's parse: 4 s, one page
                           (generated_both_ways, (KV_PROMPT, KV_LONGEST))):  # for the KV cache slider's moves
         try:

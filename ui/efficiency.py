@@ -83,13 +83,10 @@ def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> 
 def output_figure(steps: Sequence[int], o: torch.Tensor, reference: torch.Tensor | None, height: int = 320) -> go.Figure:
     """Each coordinate of the running output o_i over the steps; dashed, the correctly rescaled o_i if given."""
     series = {f"o_i[{k}]": o[:, k].tolist() for k in range(o.shape[1])}
-    dashed = []
-    if reference is not None:
-        for k in range(reference.shape[1]):
-            series[f"o_i[{k}], e^(m_(i−1) − m_i)"] = reference[:, k].tolist()
-            dashed.append(f"o_i[{k}], e^(m_(i−1) − m_i)")
-    return figures.lines(list(steps), series, title="Running output o_i (eq. 137)", x_title="step i",
-                         y_title="o_i", dashed=dashed, height=height)
+    dashed = {} if reference is None else {f"o_i[{k}], e^(m_(i−1) − m_i)": reference[:, k].tolist()
+                                           for k in range(reference.shape[1])}
+    return figures.lines(list(steps), series | dashed, title="Running output o_i (eq. 137)", x_title="step i",
+                         y_title="o_i", dashed=list(dashed), height=height)
 
 
 @figures.shared

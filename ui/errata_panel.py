@@ -6,8 +6,6 @@ import streamlit as st
 
 from engine import errata
 from engine.errata import Erratum
-from engine.seq2seq.decode import Translation
-from engine.seq2seq.model import Seq2Seq
 from ui import figures, tables
 from ui.catalog import BY_SLUG
 
@@ -28,18 +26,6 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
                           second: [b for _, b in erratum.rows.values()]}, hide_index=True)
         target = BY_SLUG[erratum.page] if gathered else BY_SLUG[GATHERED]
         st.markdown(f"{'Computed on' if gathered else 'Every finding'}: [{target.title}]({target.slug})")
-
-
-def additive_bias(model: Seq2Seq, result: Translation) -> Erratum:
-    """The additive model's W1 bias, and how far its attention in `result` (its own translation) moves
-    without it."""
-    return errata.model_additive_bias(model, result)
-
-
-def bahdanau_query(model: Seq2Seq, result: Translation, step: int) -> Erratum:
-    """A model's attention in `result`, its own translation, queried by s_{t−1}, as trained, and by s_t, as
-    000 eq. 42 prints it."""
-    return errata.model_bahdanau_query(model, result, step)
 
 
 def rotation_figure(ends: dict[str, tuple[float, float]] | None = None) -> None:

@@ -130,11 +130,10 @@ def style(fig: go.Figure, title: str, height: int) -> go.Figure:
     headed = bool(title) or any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1
                                 for a in fig.layout.annotations)
     fig.update_layout(_frame(title, height, headed))
-    fig.for_each_xaxis(lambda axis: axis.update(tickformat=axis.tickformat or _tick_format(axis.type),
-                                                automargin=True))
-    fig.for_each_yaxis(lambda axis: axis.update(tickformat=axis.tickformat or _tick_format(axis.type),
-                                                automargin=True))
-    return fig
+
+    def tidy(axis) -> None:
+        axis.update(tickformat=axis.tickformat or _tick_format(axis.type), automargin=True)
+    return fig.for_each_xaxis(tidy).for_each_yaxis(tidy)
 
 
 def _frame(title: str, height: int, headed: bool) -> dict:

@@ -69,8 +69,3 @@ def shared_with_glove_6b(name: str) -> tuple[WordVectors, WordVectors]:
     """The shipped GloVe checkpoint `name` and GloVe 6B, each cut to the words both hold, in the checkpoint's
     order (engine's on_shared_vocabulary)."""
     return on_shared_vocabulary(glove_checkpoint(name)[0], glove())
-
-
-def glove_6b_on(name: str) -> WordVectors:
-    """GloVe 6B cut to the words of the shipped GloVe checkpoint `name` that it holds, in the checkpoint's order."""
-    return shared_with_glove_6b(name)[1]

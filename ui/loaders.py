@@ -61,8 +61,7 @@ def prompt_ids(page, text: str, vocab: CharVocab, limit: int):
     if len(text) > limit:
         page.notice(f"The prompt has {len(text)} characters; only its last {limit} are used.")
         text = text[-limit:]
-    unknown = vocab.unknown(text)
-    if unknown:
+    if unknown := vocab.unknown(text):
         page.notice(f"Characters the model never saw are read as unknown: {' '.join(map(repr, unknown[:10]))}")
     return vocab.encode(text), text
 

@@ -35,13 +35,11 @@ def shared_timing(key: Hashable, measure: Callable[[Callable[[float], None]], An
 
     measure(progress) does the timing and calls progress(fraction done). automatic: measure when nothing is
     stored yet (for timings of about a second); otherwise the page waits for the button."""
-    pressed = st.button("Measure on this server",
-                        key="measure", icon=":material/timer:",
+    pressed = st.button("Measure on this server", key="measure", icon=":material/timer:",
                         help="A fresh timing that replaces the one every visitor sees")
     kept = _shelf()[1].get(key)  # one look: another session may drop it from the store meanwhile
-    if pressed or (automatic and kept is None):
-        # students pressing together share one timing
-        kept = queued.run("timing", key, _timing_job(key, measure, where, runs), "Timing", estimate=5.0)
+    if pressed or (automatic and kept is None):  # students pressing together share one timing
+        return queued.run("timing", key, _timing_job(key, measure, where, runs), "Timing", estimate=5.0)
     return kept
 
 

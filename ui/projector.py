@@ -101,9 +101,8 @@ def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity
         if method == "PCA":
             kept[:] = [_compute(X, words, method, dims, perplexity)]
         else:
-            found = queued.run("t-SNE", (source, words, dims, perplexity), _tsne_job(X, words, dims, perplexity),
-                               f"t-SNE of {len(words):,} words", estimate=1 + len(words) / 400)
-            kept[:] = [found]
+            kept[:] = [queued.run("t-SNE", (source, words, dims, perplexity), _tsne_job(X, words, dims, perplexity),
+                                  f"t-SNE of {len(words):,} words", estimate=1 + len(words) / 400)]
     return kept[0]
 
 

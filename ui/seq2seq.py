@@ -42,8 +42,7 @@ def checked_input(page, text: str) -> str:
     """Say on the page what the model will not see as typed."""
     if len(text) > MAX_SOURCE:
         page.notice(f"The input has {len(text)} characters; the model reads the first {MAX_SOURCE}.")
-    unknown = unknown_characters(text[:MAX_SOURCE])
-    if unknown:
+    if unknown := unknown_characters(text[:MAX_SOURCE]):
         page.notice(f"Characters the model never saw are read as unknown: {' '.join(map(repr, unknown))}")
     return text
 

@@ -10,6 +10,7 @@ from ui import figures, queued
 from ui.loaders import checkpoint_vectors, glove, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
+from ui.training import words_in
 
 page = Page("analogies")
 page.intro(
@@ -63,10 +64,8 @@ with left, page.guard():
     if source == "ours":
         st.caption("Our vectors saw 453 thousand words, GloVe's 6 billion: most analogies fail here "
                    "(3% of the Google questions against GloVe's 46%), which is the point of training on more text.")
-    extra = [w.strip().lower() for w in page.text("More words in the picture", "more", "prince, princess, boy, girl",
-                                                   max_chars=200).split(",") if w.strip()]
-    unknown = [w for w in extra if w not in vectors]
-    if unknown:
+    extra = words_in(page.text("More words in the picture", "more", "prince, princess, boy, girl", max_chars=200))
+    if unknown := [w for w in extra if w not in vectors]:
         st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
     shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
     xy = code.call("xy", vectors.pca_2d, shown, via=partial(asked, source, "pca_2d"), note="the principal-component plane of these words")

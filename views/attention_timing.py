@@ -44,8 +44,7 @@ def recorded_cpu() -> None:
         return
     st.caption(f"Not timed in this session yet. {recorded_label(recorded)} Press the button to time on this server.")
     sweep_figures([r for r in recorded["rows"] if r["causal"] == causal])
-    ratios = recorded.get("ratios")
-    if ratios:
+    if ratios := recorded.get("ratios"):
         m1, m2, m3 = st.columns(3)
         m1.metric("Peak memory at N = 4096, naive / tiled", f"{ratios['naive_peak_over_tiled_peak']:.0f}×")
         m2.metric("Time, tiled / naive", f"{ratios['tiled_time_over_naive']:.2f}×")
@@ -151,8 +150,7 @@ with page.guard():
                           "the bf16 forward pass. ")
                        + "N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
             sweep_table(rows)
-            dip = probe_results("dip")
-            if dip is not None:
+            if (dip := probe_results("dip")) is not None:
                 st.caption(dip_note(dip))
         else:
             st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",

@@ -49,9 +49,8 @@ def described(name: str):
 
 
 with page.guard():
-    columns = st.columns(2)
     models = {}
-    for column, name in zip(columns, MODELS):
+    for column, name in zip(st.columns(2), MODELS):
         models[name], result, coverage, covloss_total = described(name)
         with column:
             st.subheader(f"{MODELS[name]}: {result.output}")

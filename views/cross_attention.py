@@ -33,13 +33,11 @@ with page.guard():
     code.let("context_gap", lambda: float((result.context - cross.at_once.output).abs().max()))
     st.subheader(f"“{result.source}” → {result.output}")
     T, S, D = len(cross.Q), len(cross.K), cross.Q.shape[1]
-    g1, g2, g3 = st.columns(3)
-    with g1:
-        attention_heatmap(step_by_step, result.source, result.output, "The decoder, step by step")
-    with g2:
-        attention_heatmap(at_once, result.source, result.output, "softmax(QKᵀ), all steps at once")
-    with g3:
-        attention_heatmap(scaled, result.source, result.output, "softmax(QKᵀ/√D): scaled, as eq. 57")
+    maps = {"The decoder, step by step": step_by_step, "softmax(QKᵀ), all steps at once": at_once,
+            "softmax(QKᵀ/√D): scaled, as eq. 57": scaled}
+    for column, (title, attention_map) in zip(st.columns(3), maps.items()):
+        with column:
+            attention_heatmap(attention_map, result.source, result.output, title)
     st.caption(LABEL_KEY)
     gaps(("max |step by step − softmax(QKᵀ)|", step_by_step.numpy(), at_once.numpy()),
          ("max |c_t − (softmax(QKᵀ) V)_t|", result.context.numpy(), cross.at_once.output.numpy()))

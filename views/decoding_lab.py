@@ -215,8 +215,7 @@ with page.guard():
     if model is not None:  # None: SmolLM2's file is missing, and the page says how to fetch it
         show_search(model)
 st.subheader("000 eq. 40: the two attention matrices of the coverage penalty")
-columns = st.columns(2)
-for column, (title, matrix) in zip(columns, eq40_matrices().items()):
+for column, (title, matrix) in zip(st.columns(2), eq40_matrices().items()):
     with column:
         value = cp(matrix, beta if beta else 1.0)
         shown = "−∞" if math.isinf(value) else f"{value:.3f}"

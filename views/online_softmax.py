@@ -90,9 +90,8 @@ with page.guard():
     st.markdown(f"**After step {step}:** m_{step} = {online.m[i]:.6g}, rescaling e^(m_{step - 1} − m_{step}) = "
                 f"{rescale[i]:.6g}, d_{step} = {online.d[i]:.6g}, o_{step} = "
                 f"({', '.join(f'{v:.6g}' for v in attention.o[i].tolist())})")
-    steps = range(step)
     tables.dataframe({
-        "i": [j + 1 for j in steps],
+        "i": list(range(1, step + 1)),
         "x_i": online.x[:step].tolist(),
         "m_i": online.m[:step].tolist(),
         "e^(m_(i−1) − m_i)": rescale[:step].tolist(),
@@ -113,8 +112,7 @@ with page.guard():
          ("max |three-pass − torch.softmax|", three.a, reference),
          ("max |o_N − SDPA|", attention.o[-1], F.scaled_dot_product_attention(q[None], K, V, scale=1.0)[0]))
     naive = code.call("naive", naive_softmax, logits, note="without the maximum: e^x overflows float32 past x ≈ 88.7")
-    wrong = int((~torch.isclose(naive, online.a, rtol=1e-4, atol=1e-7)).sum())  # NaN is never close
-    if wrong:
+    if wrong := int((~torch.isclose(naive, online.a, rtol=1e-4, atol=1e-7)).sum()):  # NaN is never close
         st.info(f"Without the maximum, e^(x_i) / Σ e^(x_j) gets {wrong} of {N} weights wrong "
                 f"({int(torch.isnan(naive).sum())} NaN): in float32 e^x overflows past x ≈ 88.7 and underflows to 0 "
                 f"below x ≈ −103; the logits here run from {logits.min():.6g} to {logits.max():.6g}.",

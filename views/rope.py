@@ -182,15 +182,11 @@ with page.guard():
                                 base, pairing)
             without_rope = code.let("without_rope", lambda: torch.softmax(same @ same.T / math.sqrt(head_dim), -1))
             with_rope = code.let("with_rope", lambda: torch.softmax(rotated @ rotated.T / math.sqrt(head_dim), -1))
-            a1, a2 = st.columns(2)
-            with a1:
-                figures.show(figures.heatmap(without_rope.numpy(),
-                                             list(range(T)), list(range(T)), title="Without RoPE: uniform",
-                                             x_title="key", y_title="query", annotate=False, zmax=None))
-            with a2:
-                figures.show(figures.heatmap(with_rope.numpy(),
-                                             list(range(T)), list(range(T)), title="With RoPE: nearby tokens favoured",
-                                             x_title="key", y_title="query", annotate=False, zmax=None))
+            maps = {"Without RoPE: uniform": without_rope, "With RoPE: nearby tokens favoured": with_rope}
+            for column, (title, attention_map) in zip(st.columns(2), maps.items()):
+                with column:
+                    figures.show(figures.heatmap(attention_map.numpy(), list(range(T)), list(range(T)), title=title,
+                                                 x_title="key", y_title="query", annotate=False, zmax=None))
             st.caption("All tokens share one content vector, so without positions every query attends equally; "
                        "RoPE alone makes the weights fall with distance.")
 

@@ -1,5 +1,6 @@
 import streamlit as st
 
+from engine import errata
 from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_shipped_seq2seq
 from ui import errata_panel, figures
@@ -72,10 +73,10 @@ with page.guard():
                   help="issue goal: 100 ms for 40 characters")
         st.markdown("**Held-out (2,000 generated dates)**")
         metrics_table({name: seq2seq_checkpoint(name)[1]["metrics"] for name in SCORE_EQUATIONS})
-    errata_panel.show(errata_panel.bahdanau_query(model, result, step))
+    errata_panel.show(errata.model_bahdanau_query(model, result, step))
     code.figure('px.imshow(attention.numpy(), x=[f"{j} {c}" for j, c in enumerate(result.source)], '
                 'y=[f"{t} {c}" for t, c in enumerate(output + "■")][:len(attention)], '
                 f'title="Attention a_tj of the {score} model")')
     additive = seq2seq_checkpoint("additive")[0]  # the bias belongs to the additive model, whichever is shown
     additive_result = result if score == "additive" else translated("additive", text)
-    errata_panel.show(errata_panel.additive_bias(additive, additive_result))
+    errata_panel.show(errata.model_additive_bias(additive, additive_result))

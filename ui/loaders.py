@@ -173,7 +173,7 @@ def translated(name: str, text: str) -> Translation:
 
 
 @st.cache_data(show_spinner=False)
-def distracted(n: int, seed: int) -> list[Example]:
+def distracted_dates(n: int, seed: int) -> list[Example]:
     """engine.seq2seq.dates.distracted_examples, drawn once per server rather than on every rerun."""
     return distracted_examples(n, seed)
 

@@ -5,7 +5,7 @@ from engine.seq2seq.decode import MAX_OUTPUT, coverage_vectors, held_out_metrics
 from engine.seq2seq.model import load_shipped_seq2seq
 from ui import figures
 from ui.defaults import DISTRACTED_SEED, distracted_metrics
-from ui.loaders import distracted, seq2seq_checkpoint, translated
+from ui.loaders import distracted_dates, seq2seq_checkpoint, translated
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, word_columns
 
@@ -78,7 +78,7 @@ with page.guard():
                 "(repeats), outputs shorter (skips)")
     metrics_table({MODELS[name]: seq2seq_checkpoint(name)[1]["metrics"] for name in MODELS})
     st.markdown("**The same dates followed by a distraction** (“ at 4 pm”, “, not the 4th”, …), never seen in training")
-    examples = code.call("distracted", distracted_examples, 1000, DISTRACTED_SEED, via=distracted,
+    examples = code.call("distracted", distracted_examples, 1000, DISTRACTED_SEED, via=distracted_dates,
                          note="held-out dates followed by a distraction (“ at 4 pm”, …), never seen in training")
     distracted = {MODELS[name]: code.call(f"{SHORT[name]}_distracted_metrics", held_out_metrics, models[name], examples,
                                           via=lambda *_, name=name: distracted_metrics()[name])

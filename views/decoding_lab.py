@@ -16,7 +16,7 @@ from engine.transformer.train import load_lm
 from ui import figures, llm, tables
 from ui.defaults import STUDY_MODEL, STUDY_SEED, STUDY_WIDTHS, error_study
 from ui.llm import SEARCH_PROMPT_TOKENS, SEARCH_WIDEST
-from ui.loaders import char_model, decoding_search, distracted, prompt_ids, seq2seq_checkpoint
+from ui.loaders import char_model, decoding_search, distracted_dates, prompt_ids, seq2seq_checkpoint
 from ui.smollm import smollm
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
@@ -226,7 +226,7 @@ st.subheader("000 §6.1: search error or model error?")
 study_model, _ = code.call("study_model, study_record", load_shipped_seq2seq, STUDY_MODEL, via=seq2seq_checkpoint,
                            note="000 §6.1: search error or model error, on held-out dates with a distraction")
 study = code.call("study", search_error_study, study_model,
-                  code.call("study_dates", distracted_examples, 30, STUDY_SEED, via=distracted),
+                  code.call("study_dates", distracted_examples, 30, STUDY_SEED, via=distracted_dates),
                   code.let("study_widths", lambda: STUDY_WIDTHS), length=3,
                   via=lambda *_, **__: error_study(STUDY_MODEL))
 code.let("search_errors", lambda: study.search_error,

@@ -60,7 +60,6 @@ _parse_each_property_path_once()
 # fraction of the plot's height below it covered the title on short figures)
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom")
 HEATMAP_SCALE = ValidatorCache.get_validator("heatmap", "colorscale")
-# how a shared figure's list, tuple and dict arguments are keyed (see shared)
 
 
 class _KeyPickler(pickle.Pickler):
@@ -79,6 +78,7 @@ def _key(value) -> bytes:
     return out.getvalue()
 
 
+# how a shared figure's list, tuple and dict arguments are keyed (see shared)
 PICKLED = {kind: _key for kind in (list, tuple, dict)}
 
 

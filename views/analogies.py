@@ -33,20 +33,24 @@ for name, word, label in zip("abc", (a, b, c), ("Word a", "is to b", "as c is to
     code.setting(name, word, label)
 
 
+# each choice of vectors as the server holds it, shared by every session
+SHARED_VECTORS = {"glove": glove, "ours": lambda: checkpoint_vectors("wikipedia_sgns")}
+
+
 def vectors_of(name: str) -> WordVectors:
     if name == "glove":
         with st.spinner("Loading 400,000 GloVe vectors (once per server)…"):
-            return code.call("word_vectors", load_glove, via=glove, note="GloVe 6B 50d (000 eq. 19-21)")
+            return code.call("word_vectors", load_glove, via=SHARED_VECTORS[name], note="GloVe 6B 50d (000 eq. 19-21)")
     model, _ = code.call("model, extra", load_shipped_word2vec, "wikipedia_sgns", via=word2vec_checkpoint,
                          note="our skip-gram with negative sampling on the Wikipedia sample")
-    return code.call("word_vectors", model.word_vectors, via=lambda: checkpoint_vectors("wikipedia_sgns"))
+    return code.call("word_vectors", model.word_vectors, via=SHARED_VECTORS[name])
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def asked(source: str, question: str, *args, **kwargs):
     """WordVectors.<question>(*args) on the vectors of `source`, once per server for the same words: the page's
     other controls rerun without searching all 400,000 vectors again."""
-    return getattr(glove() if source == "glove" else checkpoint_vectors("wikipedia_sgns"), question)(*args, **kwargs)
+    return getattr(SHARED_VECTORS[source](), question)(*args, **kwargs)
 
 
 vectors = vectors_of(source)

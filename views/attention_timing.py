@@ -5,16 +5,8 @@ import torch
 
 from engine.efficiency import published, sweep
 from ui import queued
-from ui.efficiency import (
-    compiler_panel,
-    dip_note,
-    fp8_columns,
-    probe_table,
-    recorded_label,
-    sweep_figures,
-    sweep_table,
-    tma_columns,
-)
+from ui.efficiency import (compiler_panel, dip_note, fp8_columns, probe_table, recorded_label, sweep_figures,
+                           sweep_table, tma_columns)
 from ui.loaders import flash_results, probe_results
 from ui.page import Page, equations
 

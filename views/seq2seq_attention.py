@@ -6,15 +6,8 @@ from engine.seq2seq.model import load_shipped_seq2seq
 from ui import errata_panel, figures
 from ui.loaders import seq2seq_checkpoint, timed_translation, translated
 from ui.page import Page, equations
-from ui.seq2seq import (
-    DATE_EXAMPLE,
-    LABEL_KEY,
-    attention_heatmap,
-    char_labels,
-    checked_input,
-    metrics_table,
-    output_labels,
-)
+from ui.seq2seq import (DATE_EXAMPLE, LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table,
+                        output_labels)
 
 # 000 scores with the step's own state h_t; our models query with s_{t-1}, as 001 §1.5 does (see the panel below)
 SCORE_EQUATIONS = {

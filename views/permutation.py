@@ -47,16 +47,12 @@ with page.guard():
     shuffled = [tokens[i] for i in new_order]
     st.markdown(f"**X:** {' · '.join(tokens)}  \n**X′ = P X:** {' · '.join(shuffled)}")
 
-    g1, g2, g3 = st.columns(3)
-    with g1:
-        figures.show(figures.heatmap(check.A.numpy(), tokens, tokens, title="A of X", x_title="key",
-                                     y_title="query", showscale=False))
-    with g2:
-        figures.show(figures.heatmap(check.A_permuted.numpy(), shuffled, shuffled, title="A′ of P X",
-                                     x_title="key", y_title="query", showscale=False))
-    with g3:
-        figures.show(figures.heatmap(check.A_reordered.numpy(), shuffled, shuffled,
-                                     title="P A Pᵀ", x_title="key", y_title="query", showscale=False))
+    maps = {"A of X": (check.A, tokens), "A′ of P X": (check.A_permuted, shuffled),
+            "P A Pᵀ": (check.A_reordered, shuffled)}
+    for column, (title, (A, labels)) in zip(st.columns(3), maps.items()):
+        with column:
+            figures.show(figures.heatmap(A.numpy(), labels, labels, title=title, x_title="key", y_title="query",
+                                         showscale=False))
     left, right = st.columns([3, 2])
     with left:
         m1, m2 = st.columns(2)

@@ -19,6 +19,11 @@ page.intro(
 EXAMPLE_Q, EXAMPLE_K = errata.WORKED_QUERY.numpy(), errata.WORKED_KEYS.numpy()
 SCORING_LABELS = {"Dot": "dot", "Scaled dot": "scaled_dot", "General (bilinear)": "general", "Additive": "additive"}
 MAX_KEYS = 10
+# the Random inputs' sliders (label, key, lowest, highest, default) and the Typed ones' boxes (label, key, example)
+RANDOM_SIZES = (("Queries n", "n", 1, 8, 3), ("Keys m", "m", 1, MAX_KEYS, 5), ("d_q", "dq", 1, 16, 4),
+                ("d_k", "dk", 1, 16, 4), ("d_v", "dv", 1, 8, 2), ("Seed", "seed", 0, 99, 0))
+TYPED = (("Q (one query per row)", "Q", EXAMPLE_Q), ("K (one key per row)", "K", EXAMPLE_K),
+         ("V (one value per key)", "V", EXAMPLE_K))
 
 c1, c2, c3 = st.columns([2, 2, 1])
 source = page.select("Inputs", "inputs", ["Worked example (002 §2.1)", "Random", "Typed"], where=c1)
@@ -34,25 +39,14 @@ code = page.code
 
 
 def random_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r1, r2, r3, r4, r5, r6 = st.columns(6)
-    n = page.slider("Queries n", "n", 1, 8, 3, where=r1)
-    m = page.slider("Keys m", "m", 1, MAX_KEYS, 5, where=r2)
-    d_q = page.slider("d_q", "dq", 1, 16, 4, where=r3)
-    d_k = page.slider("d_k", "dk", 1, 16, 4, where=r4)
-    d_v = page.slider("d_v", "dv", 1, 8, 2, where=r5)
-    seed = page.slider("Seed", "seed", 0, 99, 0, where=r6)
+    n, m, d_q, d_k, d_v, seed = (page.slider(*size, where=column) for size, column in zip(RANDOM_SIZES, st.columns(6)))
     return code.call("Q, K, V", scoring.random_qkv, n, m, d_q, d_k, d_v, seed,
                      note="random queries, keys and values, one per row (000 eq. 54, 60)")
 
 
 def typed_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    t1, t2, t3 = st.columns(3)
-    with t1:
-        Q = parse_matrix(page.text("Q (one query per row)", "Q", format_matrix(EXAMPLE_Q), 400, area=True), "Q")
-    with t2:
-        K = parse_matrix(page.text("K (one key per row)", "K", format_matrix(EXAMPLE_K), 400, area=True), "K")
-    with t3:
-        V = parse_matrix(page.text("V (one value per key)", "V", format_matrix(EXAMPLE_K), 400, area=True), "V")
+    Q, K, V = (parse_matrix(page.text(label, key, format_matrix(example), 400, area=True, where=column), key)
+               for (label, key, example), column in zip(TYPED, st.columns(3)))
     return written(Q, K, V, "the typed queries, keys and values, one per row (000 eq. 54, 60)")
 
 

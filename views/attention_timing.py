@@ -29,8 +29,7 @@ def timing_lock() -> threading.Lock:
 
 def recorded_cpu() -> None:
     """Until this session times anything: what the benchmark recorded on a CPU, labelled as such."""
-    recorded = flash_results("cpu")
-    if recorded is None:
+    if (recorded := flash_results("cpu")) is None:
         st.info("Nothing is timed in this session yet and no CPU results are recorded: press the button.",
                 icon=":material/timer:")
         return
@@ -52,9 +51,7 @@ block = int(page.select("Tile of the torch loop", "block", ["64", "128", "256"],
 repeats = page.slider("Repeats", "repeats", 1, 10, 5, where=c5)
 # one lambda per choice, so that the Code view writes `torch.float32`, not a getattr of its name
 DTYPES = {"bfloat16": lambda: torch.bfloat16, "float16": lambda: torch.float16, "float32": lambda: torch.float32}
-dtype_name = "float32"
-if DEVICE == "cuda":
-    dtype_name = page.select("dtype", "dtype", list(DTYPES))
+dtype_name = page.select("dtype", "dtype", list(DTYPES)) if DEVICE == "cuda" else "float32"
 code = page.code
 dtype = code.let("dtype", DTYPES[dtype_name])
 chosen = list(sweep.methods(DEVICE, block, dtype=dtype))
@@ -102,8 +99,7 @@ with left:
                               "Timing attention", estimate=15.0)
             if rows is not None:
                 st.session_state["timing"] = (settings, rows)
-    measured = st.session_state.get("timing")
-    if measured is not None:
+    if (measured := st.session_state.get("timing")) is not None:
         if measured[0] != settings:
             st.caption("These results are from other settings than the controls show; press the button to re-time.")
         sweep_figures(measured[1])
@@ -114,8 +110,7 @@ with left:
 
 st.subheader("Recorded on a GPU")
 with page.guard():
-    recorded = flash_results("gpu")
-    if recorded is None:
+    if (recorded := flash_results("gpu")) is None:
         st.info("No GPU results are recorded yet. The project's benchmark writes them on any "
                 "CUDA machine with torch, and Triton for our kernel; this page then shows them here.",
                 icon=":material/memory:")

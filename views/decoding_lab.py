@@ -86,8 +86,7 @@ def stepper_for(name: str):
         ids = code.call("ids", vocab.encode, prompt)
         return code.call("stepper", LanguageModelStepper, model, vocab, ids, note="the prompt is read once")
     if name == "smollm":
-        lm = smollm()
-        if lm is None:
+        if (lm := smollm()) is None:
             return None
         code.call("lm", load_smollm, via=lambda: lm)
         llm.prompt_ids(page, lm, text, SEARCH_PROMPT_TOKENS, chat=True)  # says on the page what was cut

@@ -51,7 +51,6 @@ with left, page.guard():
                                        note="the vocabulary's distinct n-grams, and the buckets several of them share")
     shared = code.call("shared", collisions, every_gram, n_buckets, every_hash,
                        via=lambda *_: loaders.ngram_collisions(min_n, max_n, n_buckets)[1])
-    distinct = len(every_gram)
     tables.dataframe({"n-gram (fastText)": grams, "000 §4.1 writes": [g.strip("<>") for g in grams],
                       "FNV-1a": hashes, f"bucket of {n_buckets:,}": ids,
                       "shares its bucket with": [", ".join(g2 for g2 in shared.get(b, []) if g2 != g)[:80]
@@ -60,8 +59,8 @@ with left, page.guard():
     st.caption(f"{len(grams)} n-grams of {min_n} to {max_n} characters. The notes list the 3-grams of “where” "
                "as wh, whe, her, ere, re: the boundaries < and > fastText adds are left out there, which would make "
                "the suffix re> of “where” the same n-gram as the inside re of “are”. The vocabulary's "
-               f"{len(model.vocab):,} words have {distinct:,} distinct n-grams in this range; with {n_buckets:,} "
-               f"buckets, {sum(len(v) for v in shared.values()):,} of them share a bucket with another "
+               f"{len(model.vocab):,} words have {len(every_gram):,} distinct n-grams in this range; with "
+               f"{n_buckets:,} buckets, {sum(len(v) for v in shared.values()):,} of them share a bucket with another "
                "and so share one vector.")
 
 st.subheader(f"“{word}”: a vector from its n-grams, and its neighbours")
@@ -119,8 +118,7 @@ if vector is not None:
                "comes from. A row with no bar is an n-gram in a bucket no training word reaches: its vector is 0.")
 
 st.subheader("Ours against gensim's FastText: same corpus, same settings")
-recorded = loaders.word_vector_benchmark()
-if recorded is None:
+if (recorded := loaders.word_vector_benchmark()) is None:
     st.info("No measurement recorded yet: `python -m benchmarks.word2vec` trains both and writes "
             "benchmarks/results/word2vec.json.")
 else:

@@ -150,8 +150,7 @@ def traffic_model() -> None:
 
 def recorded_peaks(causal: bool) -> tuple[list[int], dict[str, list[float | None]], str]:
     """Peak memory from the recorded CPU benchmark, so the first paint measures nothing."""
-    recorded = flash_results("cpu")
-    if recorded is None:
+    if (recorded := flash_results("cpu")) is None:
         raise InputError("no CPU benchmark is recorded yet: switch on “Measure here”")
     lengths, peaks = by_method([r for r in recorded["rows"] if r["causal"] == causal], "peak_mib")
     return lengths, peaks, recorded_label(recorded)

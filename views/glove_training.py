@@ -101,8 +101,7 @@ with page.guard():
                    note="analogies and rated pairs: on your words, and beside GloVe 6B on the words both hold")
 
 rows = {}
-result = st.session_state.get(RESULT)
-if result is not None:
+if (result := st.session_state.get(RESULT)) is not None:
     (trained_source, _, trained_window, trained), model = result
     fresh = training.finished(result, trained_on)
     if fresh:
@@ -116,8 +115,7 @@ if result is not None:
     training.loss_curve(model.losses, label="J per nonzero X_ij", x_label="epoch")
     training.neighbour_columns(page, vectors, probes, recorded=fresh)
     with page.guard():
-        scored = st.session_state.get(SCORED)
-        if scored is None or scored[0] is not model:
+        if (scored := st.session_state.get(SCORED)) is None or scored[0] is not model:
             reference = glove_6b_loader()
             st.session_state[SCORED] = scored = (model, queued.run(
                 "evaluate", ("glove", id(model)), lambda report: quality(vectors, reference),  # the job holds model

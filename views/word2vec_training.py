@@ -106,8 +106,7 @@ with page.guard():
         code.later("model", train, sentences, config, note=training_note)
         code.later("vectors", Word2VecModel.word_vectors, Name("model"))
         training.later_neighbours(code, probes, vocab)
-result = st.session_state.get(RESULT)
-if result is not None:
+if (result := st.session_state.get(RESULT)) is not None:
     (_, _, trained_config), model = result
     fresh = training.finished(result, trained_on)
     if fresh:

@@ -60,8 +60,7 @@ with left, page.guard():
     cos_add = code.call("cos_add", vectors.analogy, a, b, c, topn, method="3CosAdd", via=partial(asked, source, "analogy"))
     cos_mul = code.call("cos_mul", vectors.analogy, a, b, c, topn, method="3CosMul", via=partial(asked, source, "analogy"))
     answers = {"3CosAdd": cos_add, "3CosMul": cos_mul}
-    t1, t2 = st.columns(2)
-    for column, (method, found) in zip((t1, t2), answers.items()):
+    for column, (method, found) in zip(st.columns(2), answers.items()):
         with column:
             neighbour_table(found, method, word_title="answer", score_title="score")
     best = code.let("best", lambda: cos_add[0][0])

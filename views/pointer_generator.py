@@ -39,12 +39,10 @@ with page.guard():
     with left:
         figures.show(figures.bars(labels, {"g (generate)": gate.tolist(), "1 − g (copy)": (1 - gate).tolist()},
                                   title="The gate at every step", y_title="weight"))
-        tables.dataframe({"step": labels, "g": gate.numpy(), "p_vocab(y)": p_vocab.numpy(), "p_ptr(y)": p_ptr.numpy(),
-                          "g·p_vocab + (1−g)·p_ptr": mixture.numpy(), "p(y) from the model": p_final.numpy()},
-                         hide_index=True,
-                         column_config={k: st.column_config.NumberColumn(format="%.4f")
-                                        for k in ("g", "p_vocab(y)", "p_ptr(y)", "g·p_vocab + (1−g)·p_ptr",
-                                                  "p(y) from the model")})
+        numbers = {"g": gate.numpy(), "p_vocab(y)": p_vocab.numpy(), "p_ptr(y)": p_ptr.numpy(),
+                   "g·p_vocab + (1−g)·p_ptr": mixture.numpy(), "p(y) from the model": p_final.numpy()}
+        tables.dataframe({"step": labels, **numbers}, hide_index=True,
+                         column_config={k: st.column_config.NumberColumn(format="%.4f") for k in numbers})
         attention_heatmap(attention, result.source, result.output, "Attention a_tj: the pointer's distribution")
         st.caption(LABEL_KEY + " Each step is labelled with the character it writes.")
     with right:

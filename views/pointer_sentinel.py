@@ -83,8 +83,7 @@ with page.guard():
                    "Perplexities read an unknown word as <unk>, as the paper's Penn Treebank does; the table "
                    "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "
                    "et al.'s different one, a gate over a seq2seq decoder.")
-    tables.dataframe({"next word": labels, "g": g.numpy(), "p_vocab": p_vocab.numpy(), "p_ptr": p_ptr.numpy(),
-                      "p = g p_vocab + (1 − g) p_ptr": p.numpy(), "share from the pointer": share.numpy()},
-                     hide_index=True, column_config={k: st.column_config.NumberColumn(format="%.4f") for k in
-                                                     ("g", "p_vocab", "p_ptr", "p = g p_vocab + (1 − g) p_ptr",
-                                                      "share from the pointer")})
+    numbers = {"g": g.numpy(), "p_vocab": p_vocab.numpy(), "p_ptr": p_ptr.numpy(),
+               "p = g p_vocab + (1 − g) p_ptr": p.numpy(), "share from the pointer": share.numpy()}
+    tables.dataframe({"next word": labels, **numbers}, hide_index=True,
+                     column_config={k: st.column_config.NumberColumn(format="%.4f") for k in numbers})

@@ -6,6 +6,7 @@ from ui import boundary, figures, tables
 from ui.page import Page, equations
 from ui.projector import DEFAULT, VECTOR_SETS, View, analogy_arrows, projection, view
 
+ANALOGY_LABELS = ("Analogy a", "is to b", "as c is to ?")  # the controls of a, b and c
 page = Page("projector")
 page.intro(
     "Word vectors (000 §2) have 50 or 100 dimensions; here the most frequent words of a vector set are drawn in "
@@ -25,17 +26,13 @@ n = int(page.select("Words", "n", ["250", "500", "1000", "2000", "5000", "10000"
 perplexity = page.slider("Perplexity", "perp", 5, 50, DEFAULT["perplexity"], where=cols[4], disabled=method != "t-SNE",
                          help="t-SNE: how many neighbours each word's Gaussian spreads over")
 typed = page.text("Also draw", "add", "", max_chars=400, where=cols[5], placeholder="frog, toad, newt")
-a1, a2, a3, _ = st.columns([1, 1, 1, 3])
-analogy = [page.text(label, key, word, max_chars=40, where=col).strip().lower()
-           for label, key, word, col in zip(("Analogy a", "is to b", "as c is to ?"), "abc", DEFAULT["analogy"],
-                                             (a1, a2, a3))]
+analogy = [page.text(label, key, word, max_chars=40, where=column).strip().lower()
+           for label, key, word, column in zip(ANALOGY_LABELS, "abc", DEFAULT["analogy"], st.columns([1, 1, 1, 3]))]
 
 code = page.code
 # the values as used, numbers and trimmed lower-cased words: the Code view writes them by their controls' names
-code.setting("dims", dims, "View")
-code.setting("n", n, "Words")
-for name, word, label in zip("abc", analogy, ("Analogy a", "is to b", "as c is to ?")):
-    code.setting(name, word, label)
+for name, value, label in (("dims", dims, "View"), ("n", n, "Words"), *zip("abc", analogy, ANALOGY_LABELS)):
+    code.setting(name, value, label)
 
 word_vectors = VECTOR_SETS[source].record(code)
 own, typed_words = [], None

@@ -172,9 +172,8 @@ with page.guard():
         code.let("lens_tokens", lambda: [[lm.tokenizer.decode([i]) for i in row] for row in view["lens_ids"]])
         code.figure('px.imshow(view["lens_probs"], text_auto=False, labels={"x": "position", "y": "after layer"}, '
                     'title="Logit lens")')
-        lens_positions = positions[-LENS:]
         lens_text = tuple(tuple(visible(lm.tokenizer.decode([i])) for i in row) for row in view["lens_ids"])
-        figures.show(figures.heatmap(view["lens_probs"], lens_positions, list(range(1, cfg.n_layers + 1)),
+        figures.show(figures.heatmap(view["lens_probs"], positions[-LENS:], list(range(1, cfg.n_layers + 1)),
                                      cell_text=lens_text, zmax=1.0, height=900, x_title="position",
                                      y_title="after layer",
                                      title="Logit lens: each layer's residual read through the final RMSNorm "
@@ -203,10 +202,9 @@ with page.guard():
                                       {"q̃ᵢ·k̃ᵢ/√d of the pair": nv.pair_sums.tolist()}, y_title="contribution",
                                       title=f"Score of “{texts[query]}” → “{texts[key]}” = {nv.score:.3f}: its 32 "
                                             "rotated pairs, fastest frequency first"))
-            dims = [str(i) for i in range(cfg.head_dim)]
-            figures.show(figures.bars(dims, {"q̃ (after RoPE)": nv.q_rot.tolist(),
-                                             "k̃ (after RoPE)": nv.k_rot.tolist(),
-                                             "q̃ ⊙ k̃ / √d": nv.products.tolist()}, y_title="value", height=300,
+            figures.show(figures.bars([str(i) for i in range(cfg.head_dim)],
+                                      {"q̃ (after RoPE)": nv.q_rot.tolist(), "k̃ (after RoPE)": nv.k_rot.tolist(),
+                                       "q̃ ⊙ k̃ / √d": nv.products.tolist()}, y_title="value", height=300,
                                       title="Per dimension: pairs (2i, 2i+1) turn together"))
         with right:
             weights = code.let("weights", lambda: nv.scores.softmax(0), note="the softmax over the query's row")

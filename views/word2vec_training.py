@@ -123,9 +123,9 @@ if (result := st.session_state.get(RESULT)) is not None:
 st.subheader("Shipped checkpoints: ours beside gensim's on the Wikipedia sample")
 word = page.text("Word", "word", "music", max_chars=40).strip().lower()
 with page.guard():
-    g1, g2 = st.columns(2)
-    for column, name, title in ((g1, "ours", "ours (this app's word2vec)"), (g2, "gensim", "gensim Word2Vec")):
-        checkpoint = f"wikipedia_{'sgns' if name == 'ours' else 'gensim'}"
+    shipped_models = (("ours", "wikipedia_sgns", "ours (this app's word2vec)"),
+                      ("gensim", "wikipedia_gensim", "gensim Word2Vec"))
+    for column, (name, checkpoint, title) in zip(st.columns(2), shipped_models):
         shipped, stored = code.call(f"{name}_model, {name}_stored", load_shipped_word2vec, checkpoint,
                                     via=word2vec_checkpoint)
         vecs = code.call(f"{name}_vectors", shipped.word_vectors,

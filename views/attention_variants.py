@@ -29,10 +29,9 @@ c1, c2, c3, c4 = st.columns(4)
 default_C, default_h, default_g, default_dc = variants.DEFAULT_SIZES
 d_model = page.slider("d_model", "C", 64, 512, default_C, 64, where=c1)
 n_heads = page.slider("Query heads h", "h", 1, 16, default_h, where=c2)
-with c3:
-    divisors = [str(g) for g in range(1, n_heads + 1) if n_heads % g == 0]  # g must divide h (001 appendix)
-    n_groups = int(page.select("GQA groups g", "g", divisors, str(default_g) if str(default_g) in divisors
-                               else divisors[0]))
+divisors = [str(g) for g in range(1, n_heads + 1) if n_heads % g == 0]  # g must divide h (001 appendix)
+n_groups = int(page.select("GQA groups g", "g", divisors, str(default_g) if str(default_g) in divisors else divisors[0],
+                           where=c3))
 d_latent = page.slider("MLA latent d_c", "dc", 8, 512, default_dc, 8, where=c4)
 CONTEXTS = variants.CONTEXTS
 BYTES = 4  # float32

@@ -48,13 +48,12 @@ with left:
     code.figure('px.bar(x=[m.name for m in rows], y=[b / 1024 for b in per_token], '
                 'labels={"x": "model", "y": "KiB per token"}, title=f"Cache per token, {dtype}")')
     contexts = [2**i for i in range(8, 18)]
-    # models with equal caches per token share one line, named after all of them
     groups = code.call("groups", cs.coinciding, rows, note="models with the same cache per token: one line each")
     lines = code.let("lines", lambda: [" = ".join(m.name for m in group) for group in groups])
-    figures.show(figures.lines(contexts, {line: [group[0].total_bytes(c, batch, dtype) / GiB for c in contexts]
-                                          for line, group in zip(lines, groups)},
-        log_x=True, log_y=True, markers=False, title=f"Total cache against context, batch {batch}",
-        x_title="context (tokens)", y_title="GiB"))
+    curves = {line: [group[0].total_bytes(c, batch, dtype) / GiB for c in contexts]
+              for line, group in zip(lines, groups)}
+    figures.show(figures.lines(contexts, curves, log_x=True, log_y=True, markers=False, x_title="context (tokens)",
+                               y_title="GiB", title=f"Total cache against context, batch {batch}"))
     shared = "; ".join(" = ".join(m.name for m in group) for group in groups if len(group) > 1)
     notes = [f"Models with the same cache per token share one line: {shared}." if shared else
              "No two models here have the same cache per token."]

@@ -71,8 +71,6 @@ gamma = page.slider("γ (length ratio)", "gamma", 0.0, 1.0, 0.0, 0.05, where=c5)
 prune_by = page.select("Prune beams by", "prune", list(PRUNINGS), where=c6,
                        help="log P: the penalties only rank finished hypotheses. GNMT score: every step's beam "
                             "is chosen by log P / lp + cp + ep of the prefixes, as GNMT's decoder scores its beams")
-
-
 code = page.code
 
 
@@ -103,9 +101,7 @@ def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, so
     pruning = code.call(f"{prefix}pruning", Pruning, scoring, rule,
                         note="GNMT's pruning: every step's beam by its prefixes' scores") if rule else None
     tree = code.call(f"{prefix}tree", search, model, method, width=width, max_len=max_len, pruned_shown=shown,
-                     pruning=pruning,
-                     via=partial(decoding_search, name, text),
-                     note=SEARCH_NOTES[method])
+                     pruning=pruning, via=partial(decoding_search, name, text), note=SEARCH_NOTES[method])
     found = code.call(f"{prefix}found", ranked_hypotheses, tree, scoring, source_length=source_length,
                       note="every finished hypothesis scored by each rule, ranked")
     best = code.call(f"{prefix}best", winners, found)

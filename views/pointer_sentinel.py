@@ -74,11 +74,10 @@ with page.guard():
             ("pointer distribution", r"p_{\text{ptr}}(w) = \frac{1}{1 - g}\sum_{i:\, w_i = w} a_i"),
             ("000 eq. 53", r"p(w) = g\, p_{\text{vocab}}(w) + (1 - g)\, p_{\text{ptr}}(w)"),
         )
-        c1, c2 = st.columns(2)
-        c1.metric("Held out, with pointer", f"{extra['held_out_perplexity']:.1f}", help="perplexity")
-        c2.metric("Held out, LSTM alone", f"{lstm_extra['held_out_perplexity']:.1f}", help="perplexity")
-        c1.metric("This passage, with pointer", f"{perplexity:.1f}")
-        c2.metric("This passage, LSTM alone", f"{lstm_perplexity:.1f}")
+        models = {"with pointer": (extra, perplexity), "LSTM alone": (lstm_extra, lstm_perplexity)}
+        for column, (which, (saved, on_passage)) in zip(st.columns(2), models.items()):
+            column.metric(f"Held out, {which}", f"{saved['held_out_perplexity']:.1f}", help="perplexity")
+            column.metric(f"This passage, {which}", f"{on_passage:.1f}")
         st.caption(f"Held out: {extra['held_out_words']:,} words of Wikipedia articles never trained on. "
                    "Perplexities read an unknown word as <unk>, as the paper's Penn Treebank does; the table "
                    "follows each word itself. This is Merity et al.'s model; the Pointer-generator page is See "

@@ -93,20 +93,18 @@ with page.guard():
                           for name, dtype, deviation in (("float64", torch.float64, deviation_float64),
                                                          ("float32", float32, deviation_float32))}
             figures.show(figures.lines(positions.tolist(), {name: dev.tolist() for name, dev in deviations.items()},
-                                       markers=False, title=f"Score at offset {offset} minus its exact value, "
-                                                            "across 256 positions",
-                                       x_title="query position m", y_title="deviation / (ε‖q‖‖k‖)"))
+                                       title=f"Score at offset {offset} minus its exact value, across 256 positions",
+                                       x_title="query position m", y_title="deviation / (ε‖q‖‖k‖)", markers=False))
             exact = float(code.call("exact", rope.relative_score, q, k,
                                     code.let("offsets", lambda: torch.tensor([offset])), base, pairing))
-            c64, c32 = st.columns(2)
             code.note("the spread of the score across m, in each type's rounding unit ε‖q‖‖k‖")
             scale64 = code.call("scale64", rope.rounding_scale, q, k)
             scale32 = code.call("scale32", rope.rounding_scale, code.let("q32", lambda: q.float()),
                                 code.let("k32", lambda: k.float()))
             spread64 = code.let("spread64", lambda: float(deviation_float64.max() - deviation_float64.min()) * scale64)
             spread32 = code.let("spread32", lambda: float(deviation_float32.max() - deviation_float32.min()) * scale32)
-            c64.metric("Spread of the score across m, float64", f"{spread64:.1e}")
-            c32.metric("Spread of the score across m, float32", f"{spread32:.1e}")
+            for column, (name, spread) in zip(st.columns(2), (("float64", spread64), ("float32", spread32))):
+                column.metric(f"Spread of the score across m, {name}", f"{spread:.1e}")
             st.caption(f"In exact arithmetic every m gives qᵀR_(−{offset})k = {exact:.6f}; the figure plots what "
                        "rounding adds, in units of ε‖q‖‖k‖ of each type (the size of rounding in a dot product of q "
                        "and k). Both stay within a few units. float64 may creep up with m because the angle m·θ_i is "

@@ -151,8 +151,7 @@ if analogies is not None:
                       help=f"Pearson {result.pearson:.3f}; {result.oov_percent:.1f}% of pairs out of vocabulary")
     asked = [s for s in analogies.sections if s.total]
     figures.show(figures.bars([s.name for s in asked], {"accuracy": [s.accuracy for s in asked]},
-                              title="Accuracy per section of questions-words.txt", y_title="accuracy",
-                              height=420))
+                              title="Accuracy per section of questions-words.txt", y_title="accuracy", height=420))
 else:
     st.caption("Press Evaluate to score these vectors; the numbers match gensim's evaluate_word_analogies "
                "and evaluate_word_pairs on the same vectors (tested to 0.005).")

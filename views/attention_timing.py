@@ -111,9 +111,8 @@ with left:
 st.subheader("Recorded on a GPU")
 with page.guard():
     if (recorded := flash_results("gpu")) is None:
-        st.info("No GPU results are recorded yet. The project's benchmark writes them on any "
-                "CUDA machine with torch, and Triton for our kernel; this page then shows them here.",
-                icon=":material/memory:")
+        st.info("No GPU results are recorded yet. The project's benchmark writes them on any CUDA machine with "
+                "torch, and Triton for our kernel; this page then shows them here.", icon=":material/memory:")
     else:
         g1, g2 = st.columns(2)
         mode = page.select("Recorded pass", "gpass", list(sweep.MODES), where=g1,

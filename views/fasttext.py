@@ -131,8 +131,7 @@ else:
                                                    f"{r['gensim_quality']['analogy_accuracy']:.1%}" for r in rows],
                       "WordSim-353 ρ, ours / gensim": [f"{r['ours_quality']['wordsim353_spearman']:.3f} / "
                                                        f"{r['gensim_quality']['wordsim353_spearman']:.3f}"
-                                                       for r in rows]},
-                     hide_index=True,
+                                                       for r in rows]}, hide_index=True,
                      column_config={"speed, ours ÷ gensim": st.column_config.NumberColumn(format="%.2f×")})
     st.caption(f"Measured {recorded['date'][:10]} on {recorded['device']} by `python -m benchmarks.word2vec`: the "
                "Wikipedia sample, 5 epochs, vocabulary building included for both. Both run the pair loop of "

@@ -40,9 +40,8 @@ if counts is not None:
                          note=f"the {TOP} most frequent words: counts span four orders of magnitude")  # (top, top)
         top = len(shown)
         figures.show(figures.heatmap(
-            shown, vocab.words[:top], vocab.words[:top], zmax=float(shown.max()),
-            title=f"log₁₀(1 + X_ij) for the {top} most frequent words of {source}", x_title="context word j",
-            y_title="word i", height=460))
+            shown, vocab.words[:top], vocab.words[:top], zmax=float(shown.max()), y_title="word i", height=460,
+            title=f"log₁₀(1 + X_ij) for the {top} most frequent words of {source}", x_title="context word j"))
         code.figure(f'px.imshow(heatmap, x=vocab.words[:{TOP}], y=vocab.words[:{TOP}], '
                     f'title="log10(1 + X_ij) for the {TOP} most frequent words", labels=dict(x="context word j", '
                     'y="word i"))')

@@ -51,9 +51,8 @@ with page.guard():
                                  hover, math.log10(step.reached))
         left_out = reached * (1 - step.probability)
         words_there = f"{step.words_left_out:,} word{'s' if step.words_left_out > 1 else ''}"
-        other = figures.TreeNode(f"other{j}", parent, f"{step.words_left_out:,}", f"the branch not taken: {words_there}, "
-                                 f"p = {left_out:.4g}",
-                                 math.log10(left_out), faded=True)
+        other = figures.TreeNode(f"other{j}", parent, f"{step.words_left_out:,}", f"the branch not taken: "
+                                 f"{words_there}, p = {left_out:.4g}", math.log10(left_out), faded=True)
         nodes += [taken, other] if step.branch > 0 else [other, taken]  # LEFT child drawn on the left
         parent, reached = child, step.reached
     node_vectors_64 = code.let("node_vectors_64", lambda: node_vectors.double(),

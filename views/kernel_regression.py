@@ -65,9 +65,8 @@ with right:
 st.subheader("Attention weights")
 st.caption("Row i is one query; its weights over the keys sum to 1. Smaller h sharpens the diagonal.")
 figures.show(figures.heatmap(
-    fit.weights.numpy(), keys.tolist(), queries.tolist(), categorical=False,
-    title=f"α(q, k) / Σ α, {kernel_label.lower()} kernel, h = {bandwidth}", x_title="key k_i", y_title="query q",
-    zmax=None, height=520))
+    fit.weights.numpy(), keys.tolist(), queries.tolist(), categorical=False, zmax=None, height=520,
+    title=f"α(q, k) / Σ α, {kernel_label.lower()} kernel, h = {bandwidth}", x_title="key k_i", y_title="query q"))
 
 st.subheader("Choosing the bandwidth")
 bandwidths = code.call("bandwidths", kr.bandwidth_grid,

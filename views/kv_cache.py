@@ -71,9 +71,8 @@ def ms(seconds: list[float]) -> str:
 
 
 def generated(model, ids: torch.Tensor, n_new: int, temperature: float) -> tuple[list[int], list[int]]:
-    """generated_both_ways through the server's cache (ui/defaults.py), which has the default prompt at its
-    default length and at the longest, of which every other length is a prefix; a typed prompt at the length
-    asked."""
+    """generated_both_ways through the server's cache (ui/defaults.py), which has the default prompt at its default
+    length and at the longest, of which every other length is a prefix; a typed prompt at the length asked."""
     longest = prompt == defaults.KV_PROMPT and n_new != defaults.KV_SHOWN
     cached, plain = defaults.generated_both_ways(prompt, defaults.KV_LONGEST if longest else n_new)
     return cached[:n_new], plain[:n_new]
@@ -181,8 +180,7 @@ if lm is not None:
                                   closed_form: [smol.elements_per_token() * t for t in grown.positions]},
                 dashed=[closed_form], title=f"SmolLM2's cache after the prompt and each of "
                                             f"{defaults.KV_SMOLLM_STEPS} greedy tokens",
-                x_title="tokens in the cache", y_title="numbers cached",
-                height=320))
+                x_title="tokens in the cache", y_title="numbers cached", height=320))
         with right:
             m1, m2 = st.columns(2)
             m1.metric("Measured growth per token", ", ".join(f"{n:,}" for n in sorted(per_token)))

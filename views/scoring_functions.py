@@ -104,8 +104,7 @@ with left:
             figures.show(figures.heatmap(weights.numpy(), keys, queries, title="Weights α = masked softmax",
                                          x_title="key", y_title="query"))
         st.markdown("**Output** O = α V, one row per query")
-        tables.dataframe({f"dim {j + 1}": output[:, j].numpy() for j in range(output.shape[1])},
-                         hide_index=True)
+        tables.dataframe({f"dim {j + 1}": output[:, j].numpy() for j in range(output.shape[1])}, hide_index=True)
 with right:
     formulas = {
         "dot": ("000 eq. 42 (dot)", r"a(q, k) = q\,k^\top"),

@@ -164,8 +164,7 @@ with page.guard():
         n = min(MOSAIC, len(shown))
         figures.show(figures.heatmap(mosaic(view["attentions"], n), [], [], annotate=False, zmax=None, height=900,
                                      showscale=False, categorical=False,
-                                     title=f"All 30 layers (rows) × 9 heads (columns), each over the last {n} "
-                                           "tokens"))
+                                     title=f"All 30 layers (rows) × 9 heads (columns), each over the last {n} tokens"))
 
     if view_name == "Logit lens":
         code.note("the logit lens: each layer's residual through the final RMSNorm and the tied unembedding")

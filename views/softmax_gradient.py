@@ -40,9 +40,8 @@ with page.guard():
     left, right = st.columns([3, 2])
     with left:
         figures.show(figures.bars([("▶ " if i == output else "") + model.vocab.words[i] for i in shown],
-                                  {"p(o | c)": p[shown].tolist()},
-                                  title=f"The {top} most likely outputs of the {V:,} given c = “{c}”",
-                                  y_title="p(o | c)"))
+                                  {"p(o | c)": p[shown].tolist()}, y_title="p(o | c)",
+                                  title=f"The {top} most likely outputs of the {V:,} given c = “{c}”"))
         ours = code.call("gradient", log_prob_gradient, v_c, U, output, note="000 eq. 12: u_o − Σ_o' p(o'|c) u_o'")
         reference = code.call("autograd", autograd_log_prob_gradient, v_c, U, output, note="the same by autograd")
         expected_u = code.let("expected_u", lambda: p @ U, note="000 eq. 12, last line: E[u] under p(·|c)")

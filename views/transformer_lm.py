@@ -97,8 +97,7 @@ with page.guard():
                             note="nats per character on the last 10% of the corpus, against frequencies alone")
         baseline = code.call("baseline", unigram_loss, vocab, via=lambda _: unigram_baseline())
         st.metric("Held-out loss (last 10% of the corpus)", f"{held_out:.3f} nats/char",
-                  f"{held_out - baseline:.2f} against character frequencies alone",
-                  delta_color="inverse")
+                  f"{held_out - baseline:.2f} against character frequencies alone", delta_color="inverse")
         st.caption("What it can do: spell common words, put spaces and capitals where English does, copy names "
                    "from the prompt. What it cannot: make sense beyond a few words. 300 news stories are far too "
                    "little text, and 0.9M parameters too few, for grammar or facts.")

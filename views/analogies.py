@@ -32,7 +32,6 @@ code = page.code
 for name, word, label in zip("abc", (a, b, c), ("Word a", "is to b", "as c is to ?")):
     code.setting(name, word, label)
 
-
 # each choice of vectors as the server holds it, shared by every session
 SHARED_VECTORS = {"glove": glove, "ours": lambda: checkpoint_vectors("wikipedia_sgns")}
 
@@ -101,7 +100,6 @@ restrict = int(page.select("Answers searched among the most frequent", "restrict
                            ["10000", "30000", "100000", "300000"], "30000", where=c1))
 method = page.select("Analogy method", "method", ["3CosAdd", "3CosMul"], where=c2)
 code.setting("restrict", restrict, "Answers searched among the most frequent")  # the number, not the option's text
-
 
 EVALUATIONS = "analogies_evaluations"  # session key: {(vectors, restrict, method): (analogies, word pairs)}
 evaluations = st.session_state.setdefault(EVALUATIONS, {})

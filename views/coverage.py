@@ -14,7 +14,6 @@ weight = seq2seq_checkpoint("additive_coverage")[0].config.coverage_weight
 MODELS = {"additive": "without coverage", "additive_coverage": f"with coverage, loss weight λ = {weight}"}
 SHORT = {"additive": "plain", "additive_coverage": "covered"}  # the snippet's name of each model's values
 
-
 page.intro(
     "A decoder that forgets where it has already looked may repeat itself or skip part of the input. The "
     "coverage vector c^t adds up the attention of all earlier steps (eq. 48); the coverage loss charges "

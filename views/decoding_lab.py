@@ -142,8 +142,7 @@ def show_search(stepper) -> None:
     scoring = code.call("scoring", Scoring, alpha, beta, gamma,
                         note="000 eq. 32, 34-37, 41: the strengths of the length, coverage and length-ratio terms")
     shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
-    source_length = stepper.source_length
-    tree, found, best, outputs = run_search(stepper, scoring, prune_by, shown, source_length)
+    tree, found, best, outputs = run_search(stepper, scoring, prune_by, shown, stepper.source_length)
     code.let("hypotheses", lambda: ["".join(stepper.label(t) for t in h.tokens) for h in found])
     code.let("terms", lambda: [h.terms for h in found], note="log P, |Y|, lp, lp*, cp, ep and every rule's score")
     code.let("ranks", lambda: [h.rank for h in found])
@@ -171,7 +170,7 @@ def show_search(stepper) -> None:
             ("000 eq. 32", rf"\frac{{1}}{{|Y|^{{{alpha:g}}}}} \sum_t \log P(y_t \mid y_{{<t}}, x)"),
         )
         if best:
-            rule_outputs(stepper, scoring, outputs, shown, source_length)
+            rule_outputs(stepper, scoring, outputs, shown, stepper.source_length)
         if text == DEFAULT_TEXT and name == "additive" and prune_by == "log P":
             st.caption("On this input the model skips a digit: raw log P, and log P / |Y|^α, prefer the shorter "
                        "“195-03-31■”, which leaves a source character unread; GNMT's length and coverage penalties "

@@ -189,8 +189,7 @@ with page.guard():
                        "RoPE alone makes the weights fall with distance.")
 
         with precision:
-            exponent = page.slider("Position = 10^x", "logpos", 0.0, 8.0, 4.0, 0.5)
-            position = 10**exponent
+            position = 10 ** page.slider("Position = 10^x", "logpos", 0.0, 8.0, 4.0, 0.5)
             error = code.call("error", rope.float32_position_error, position, head_dim, base,
                               note="Precision: float32 rounds the angle position × freq_i; position = 10^logpos")
             st.metric(f"Largest float32 angle error at position {position:,.0f}", f"{error:.2e} rad")

@@ -23,9 +23,7 @@ def plain(text: object) -> str:
 
 def number(value: float) -> str:
     """Three significant figures, as a reader would say it."""
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.3g}"
+    return f"{value:.3g}" if math.isfinite(value) else str(value)
 
 
 def _values(array: object) -> np.ndarray:
@@ -42,8 +40,7 @@ def _values(array: object) -> np.ndarray:
 def _kind(trace: dict) -> str:
     kind = trace.get("type") or "scatter"
     if kind == "scatter":
-        mode = trace.get("mode") or "lines+markers"
-        return "line" if "lines" in mode else "scatter"
+        return "line" if "lines" in (trace.get("mode") or "lines+markers") else "scatter"
     return {"scattergl": "scatter", "heatmap": "heatmap", "bar": "bar"}.get(kind, kind)
 
 

@@ -169,9 +169,8 @@ def sweep_table(rows: Sequence[dict]) -> None:
         "fastest-slowest ms": [f"{r['ms_min']:.3g}-{r['ms_max']:.3g}" if r["ms"] is not None else "" for r in rows],
         "TFLOP/s": [r["tflops"] for r in rows], "peak MiB": [r["peak_mib"] for r in rows],
         "note": [r["note"] for r in rows],
-    }, hide_index=True, column_config={"median ms": st.column_config.NumberColumn(format="%.3f"),
-                                       "TFLOP/s": st.column_config.NumberColumn(format="%.3f"),
-                                       "peak MiB": st.column_config.NumberColumn(format="%.2f")})
+    }, hide_index=True, column_config={name: st.column_config.NumberColumn(format=printf) for name, printf in
+                                       {"median ms": "%.3f", "TFLOP/s": "%.3f", "peak MiB": "%.2f"}.items()})
 
 
 def probe_table(record: dict, head_dim: int, causal: bool, columns: Callable[[dict], dict[str, Any]],

@@ -16,8 +16,7 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
     """The finding, its numbers side by side and a link: to the page that computes it when `gathered`, else
     to the page that gathers them all."""
     heading = f"{'Erratum' if erratum.kind == 'error' else 'The notes disagree'}: {erratum.title} ({erratum.where})"
-    box = st.container(border=True) if gathered else st.expander(heading, expanded=True)
-    with box:
+    with st.container(border=True) if gathered else st.expander(heading, expanded=True):
         if gathered:
             st.markdown(f"**{heading}**")
         st.markdown(erratum.text)

@@ -151,8 +151,7 @@ def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:
 
 def tour_links(pages: dict[str, st.Page]) -> None:
     lecture = lecture_requested()
-    columns = st.columns(len(TOURS))
-    for column, tour in zip(columns, TOURS):
+    for column, tour in zip(st.columns(len(TOURS)), TOURS):
         with column.container(border=True):
             st.page_link(pages[tour.stops[0].slug], label=f"**{tour.title}**", icon=":material/route:",
                          query_params=stop_params(tour, 0, lecture))

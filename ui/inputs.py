@@ -62,22 +62,14 @@ def parse_order(text: str, n: int) -> list[int]:
 
 def parse_numbers(text: str, most: int = 40) -> list[float]:
     """Numbers separated by commas or spaces; a clear message for anything else or too many."""
-    tokens = text.replace(",", " ").split()
-    try:
-        values = [float(t) for t in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not _is_number(t))
-        raise InputError(f"{bad[:20]!r} is not a number: type numbers separated by commas") from None
+    values = []
+    for token in text.replace(",", " ").split():
+        try:
+            values.append(float(token))
+        except ValueError:
+            raise InputError(f"{token[:20]!r} is not a number: type numbers separated by commas") from None
     if not all(math.isfinite(v) for v in values):
         raise InputError("numbers must be finite")
     if len(values) > most:
         raise InputError(f"{len(values)} numbers: use at most {most}")
     return values
-
-
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-        return True
-    except ValueError:
-        return False

@@ -66,8 +66,7 @@ def _series(trace: dict) -> str | None:
 
 def _heatmap(trace: dict) -> str:
     z = np.asarray(_values(trace.get("z")))
-    rows = list(trace.get("y") or [])
-    columns = list(trace.get("x") or [])
+    rows, columns = list(trace.get("y") or []), list(trace.get("x") or [])
     shape = np.shape(trace.get("z"))
     if len(shape) != 2 or not z.size or not np.isfinite(z).any():
         return "no values"

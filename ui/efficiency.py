@@ -46,10 +46,6 @@ TILE_MARKS = np.array([state.mark for state in TILE_STATES])
 TILE_LEGEND = "; ".join(f"{s.mark} {s.colour_name}: {s.name}" for s in reversed(TILE_STATES))
 
 
-def _bar_states(n: int, step: int) -> list[int]:
-    return [0 if j < step - 1 else 1 if j == step - 1 else 2 for j in range(n)]
-
-
 @figures.shared
 def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> go.Figure:
     """Left: the logits with the running maximum m_i; right: the online estimate e^{x_j − m_i}/d_i over the
@@ -69,7 +65,7 @@ def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> 
     frames = []
     for i in range(1, n + 1):
         estimate = prefix_softmax(trace, i).tolist() + [0.0] * (n - i)
-        states = _bar_states(n, i)
+        states = [0 if j < i - 1 else 1 if j == i - 1 else 2 for j in range(n)]  # see BAR_SCALE
         frames.append([dict(marker=dict(color=states, **BAR_SCALE)), dict(y=[float(trace.m[i - 1])] * 2),
                        dict(y=estimate, marker=dict(color=states, **BAR_SCALE))])
     fig.update_xaxes(type="category", title="j")

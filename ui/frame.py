@@ -160,11 +160,9 @@ def tour_links(pages: dict[str, st.Page]) -> None:
 
 def home(pages: dict[str, st.Page]) -> None:
     st.title("How language models compute")
-    st.markdown(
-        "From word vectors to FlashAttention, every figure here is computed live on the server by this "
-        "project's own code, following lecture notes equation by equation (they are listed under Sources). "
-        "Every control is kept in the URL, so a link reopens exactly what you see."
-    )
+    st.markdown("From word vectors to FlashAttention, every figure here is computed live on the server by this "
+                "project's own code, following lecture notes equation by equation (they are listed under Sources). "
+                "Every control is kept in the URL, so a link reopens exactly what you see.")
     st.page_link(pages[START], label=f"**Start here: {BY_SLUG[START].title}**", icon=":material/flag:")
     st.subheader("Guided tours")
     tour_links(pages)

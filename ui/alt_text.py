@@ -97,8 +97,7 @@ def _panel(traces: Sequence[dict], layout: dict, x_axis: str, y_axis: str) -> st
             listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
             return f"Diagram of {len(names)} labelled nodes: {listed}"
     if kind == "Heatmap":
-        heat = next(t for t in traces if _kind(t) == "heatmap")
-        return f"{kind}{axes}: {_heatmap(heat)}"
+        return f"{kind}{axes}: {_heatmap(next(t for t in traces if _kind(t) == 'heatmap'))}"
     said = [s for t in traces if t.get("showlegend", True) is not False or len(traces) == 1
             if (s := _series(t)) is not None]
     if not said:

@@ -213,13 +213,11 @@ def dip_note(record: dict) -> str:
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:
     """What triton made of our kernels for the H100 and the A100 at their default launches (bf16, N a multiple of
     the blocks), read from benchmarks/results/flash_compile.json; beside the page's model when it gives one."""
-    record = compile_record()
-    if record is None:
+    if (record := compile_record()) is None:
         st.info("No compile results are recorded yet: `python -m benchmarks.flash_compile` writes them, on any "
                 "machine with triton, GPU or not.", icon=":material/memory:")
         return
-    rows = records.default_launch_rows(record, head_dim, causal)
-    if not rows:
+    if not (rows := records.default_launch_rows(record, head_dim, causal)):
         st.warning(f"The compile record holds no default launch at d = {head_dim}.", icon=":material/warning:")
         return
     targets = record["targets"]

@@ -130,8 +130,7 @@ def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:
         del st.query_params[TOUR_PARAM]
         st.query_params.pop(STOP_PARAM, None)
         return
-    index = int(raw_stop) - 1
-    lecture = lecture_requested()
+    index, lecture = int(raw_stop) - 1, lecture_requested()
     stop = tour.stops[index]
     if current.url_path != stop.slug:
         st.session_state[TOUR_MOVED] = (f"Stop {index + 1} of the {tour.title} tour is {BY_SLUG[stop.slug].title}, "

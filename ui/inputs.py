@@ -28,8 +28,7 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
         if not all(math.isfinite(x) for x in numbers):
             raise InputError(f"{name}, row {i}: entries must be finite numbers (no nan or inf)")
         parsed.append(numbers)
-    widths = {len(r) for r in parsed}
-    if len(widths) > 1:
+    if len(widths := {len(r) for r in parsed}) > 1:
         raise InputError(f"{name}: rows have different lengths {sorted(widths)}; every row needs the same count")
     return np.array(parsed)
 

@@ -87,8 +87,7 @@ class JobQueue:
         """The job for (kind, key), joined if it is queued or running, else put at the end of the line. The
         session leaves any other job it waited on. Raises LineFull when a new job would not fit."""
         with self._lock:
-            earlier = self._of_session.get(session)
-            if earlier is not None and earlier.key != (kind, key):
+            if (earlier := self._of_session.get(session)) is not None and earlier.key != (kind, key):
                 self._leave(session, earlier)  # first: a job of its own left in line frees its place
             queued = len(self.line)
             job = self.line.join(session, (kind, key), lambda: Job(key=(kind, key), kind=kind, work=work,

@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 HEALTH = "/_stcore/health"  # Streamlit answers 200 "ok" once its runtime is up
 BOOT_S = 60  # a cold start: imports, then the port opens
@@ -41,9 +42,9 @@ def port_open(port: int) -> bool:
     return True
 
 
-def wait_until(process, ready: Callable[[], bool], seconds: float, what: str) -> None:
-    """Until ready(). `process` is a Server or a serve.proxy.Proxy (`proc`, `output()`, `stop()`); if it exits or
-    the time is up, it is stopped and a RuntimeError says `what` did not happen and ends with what it printed."""
+def wait_until(process: Process, ready: Callable[[], bool], seconds: float, what: str) -> None:
+    """Until ready(). If the process exits or the time is up, it is stopped and a RuntimeError says `what` did not
+    happen and ends with what it printed."""
     deadline = time.monotonic() + seconds
     while not ready():
         if process.proc.poll() is not None or time.monotonic() > deadline:
@@ -54,41 +55,48 @@ def wait_until(process, ready: Callable[[], bool], seconds: float, what: str) ->
         time.sleep(0.3)
 
 
-def wait_started(process, url: str, seconds: float) -> None:
+def wait_started(process: Process, url: str, seconds: float) -> None:
     """Until `url` answers its health check (see wait_until)."""
     wait_until(process, lambda: healthy(url), seconds, f"{url}{HEALTH} did not answer 200")
 
 
-def stop_group(proc: subprocess.Popen, seconds: float = 15) -> None:
-    """SIGTERM to the process group `proc` leads, SIGKILL if it is still there after `seconds`."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
+class Process:
+    """A command in its own process group, its output in the binary file `log`: what Server and serve.proxy.Proxy
+    share."""
+
+    def __init__(self, command: list[str], log: IO[bytes], cwd: Path | None = None):
+        self.log = log
+        self.proc = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self, seconds: float = 15) -> None:
+        """SIGTERM to the process group, SIGKILL if it is still there after `seconds`; then the log is closed."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        except ProcessLookupError:
+            pass
+        self.log.close()
 
 
-class Server:
+class Server(Process):
     """`streamlit run <script>` on a loopback port in its own process group, its output in a file; returned once
     the port is open (its runtime may still be starting: `wait_started` waits for the health check). `launcher`
     is the module run as `python -m` (benchmarks.stamped_server adds the server's clock on each run)."""
 
     def __init__(self, script: Path, cwd: Path, launcher: str = "streamlit"):
         self.port = free_port()
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        super().__init__([sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
+                          "--server.address", "127.0.0.1", "--server.headless", "true",
+                          "--browser.gatherUsageStats", "false"], tempfile.TemporaryFile(), cwd)
         wait_until(self, lambda: port_open(self.port), BOOT_S, f"streamlit did not open port {self.port}")
         self.url = f"http://127.0.0.1:{self.port}"
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
 
     def cpu_s(self) -> float:
         """User plus system CPU of the server process, all its threads, in seconds."""
@@ -111,7 +119,3 @@ class Server:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return 0.0
-
-    def stop(self) -> None:
-        stop_group(self.proc)
-        self.log.close()

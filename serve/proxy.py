@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import socket
 import string
-import subprocess
 import tempfile
 from pathlib import Path
 
-from serve.process import stop_group, wait_started
+from serve.process import Process, wait_started
 
 HAPROXY = "/usr/sbin/haproxy"  # Debian's haproxy package (2.6 on Debian 12)
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
@@ -30,7 +29,7 @@ def render(bind: str, addresses: list[str], admin_socket: str = DEBIAN_ADMIN_SOC
     return string.Template(TEMPLATE.read_text()).substitute(bind=bind, servers=servers, admin_socket=admin_socket)
 
 
-class Proxy:
+class Proxy(Process):
     """HAProxy listening on host:port in front of `addresses`; its configuration, admin socket and output in a
     temporary folder. Ready once a request through it reaches a healthy replica."""
 
@@ -40,9 +39,7 @@ class Proxy:
         self.admin_socket = folder / "admin.sock"
         self.config = folder / "haproxy.cfg"
         self.config.write_text(render(f"{host}:{port}", addresses, str(self.admin_socket)))
-        self.log = (folder / "haproxy.log").open("w+b")
-        self.proc = subprocess.Popen([HAPROXY, "-f", str(self.config), "-db"], stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        super().__init__([HAPROXY, "-f", str(self.config), "-db"], (folder / "haproxy.log").open("w+b"))
         self.url = f"http://{host}:{port}"
         wait_started(self, self.url, START_S)
 
@@ -53,11 +50,6 @@ class Proxy:
             admin.sendall(line.encode() + b"\n")
             return b"".join(iter(lambda: admin.recv(65536), b"")).decode()
 
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
     def stop(self) -> None:
-        stop_group(self.proc)
-        self.log.close()
+        super().stop()
         self.folder.cleanup()

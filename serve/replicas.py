@@ -19,10 +19,6 @@ def start_replica() -> Server:
     return server
 
 
-def address(server: Server) -> str:
-    return f"127.0.0.1:{server.port}"
-
-
 class Replicas:
     """`n` replicas started side by side, and HAProxy on host:port in front of them (r1 is servers[0], ...).
     A context manager: leaving it stops everything."""
@@ -40,7 +36,7 @@ class Replicas:
                 self.servers = [start.result() for start in starts if start.exception() is None]
             if failures:
                 raise failures[0]
-            self.proxy = Proxy(host, port, [address(s) for s in self.servers])
+            self.proxy = Proxy(host, port, [f"127.0.0.1:{s.port}" for s in self.servers])
         except BaseException:
             self.stop()
             raise

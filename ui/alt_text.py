@@ -23,9 +23,7 @@ def plain(text: object) -> str:
 
 def number(value: float) -> str:
     """Three significant figures, as a reader would say it."""
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.3g}"
+    return f"{value:.3g}" if math.isfinite(value) else str(value)
 
 
 def _values(array: object) -> np.ndarray:
@@ -42,8 +40,7 @@ def _values(array: object) -> np.ndarray:
 def _kind(trace: dict) -> str:
     kind = trace.get("type") or "scatter"
     if kind == "scatter":
-        mode = trace.get("mode") or "lines+markers"
-        return "line" if "lines" in mode else "scatter"
+        return "line" if "lines" in (trace.get("mode") or "lines+markers") else "scatter"
     return {"scattergl": "scatter", "heatmap": "heatmap", "bar": "bar"}.get(kind, kind)
 
 
@@ -69,8 +66,7 @@ def _series(trace: dict) -> str | None:
 
 def _heatmap(trace: dict) -> str:
     z = np.asarray(_values(trace.get("z")))
-    rows = list(trace.get("y") or [])
-    columns = list(trace.get("x") or [])
+    rows, columns = list(trace.get("y") or []), list(trace.get("x") or [])
     shape = np.shape(trace.get("z"))
     if len(shape) != 2 or not z.size or not np.isfinite(z).any():
         return "no values"
@@ -101,8 +97,7 @@ def _panel(traces: Sequence[dict], layout: dict, x_axis: str, y_axis: str) -> st
             listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
             return f"Diagram of {len(names)} labelled nodes: {listed}"
     if kind == "Heatmap":
-        heat = next(t for t in traces if _kind(t) == "heatmap")
-        return f"{kind}{axes}: {_heatmap(heat)}"
+        return f"{kind}{axes}: {_heatmap(next(t for t in traces if _kind(t) == 'heatmap'))}"
     said = [s for t in traces if t.get("showlegend", True) is not False or len(traces) == 1
             if (s := _series(t)) is not None]
     if not said:

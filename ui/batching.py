@@ -45,9 +45,7 @@ class _InTheLine:
     def waiting_place(self) -> str | None:
         """ "2nd in line…" while the loop's job waits for the line, else None."""
         job = self.job
-        if job is None or job.state is not State.WAITING:
-            return None
-        return place_text(*self.queue.place(job))
+        return place_text(*self.queue.place(job)) if job is not None and job.state is State.WAITING else None
 
 
 @st.cache_resource(show_spinner=False)
@@ -75,8 +73,7 @@ def together_text(server: BatchServer) -> str:
 
 def _status(server: BatchServer, ticket: Ticket) -> tuple[float, str]:
     """The bar's fraction and text for a ticket at this moment."""
-    place = server.place(ticket)
-    if place:
+    if place := server.place(ticket):
         if (line := _line().waiting_place()) is not None:
             return 0.0, f"The batch waits for the server's line of heavy work: {line}. Changing a control leaves it."
         batch = server.batch

@@ -7,15 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SECTIONS = (
-    "Embeddings",
-    "Decoding",
-    "Seq2seq attention",
-    "Attention and Transformers",
-    "Positions",
-    "Efficiency",
-    "The notes",
-)
+SECTIONS = ("Embeddings", "Decoding", "Seq2seq attention", "Attention and Transformers", "Positions", "Efficiency",
+            "The notes")
 
 
 @dataclass(frozen=True)
@@ -173,8 +166,7 @@ PAGES = (
     PageInfo("notes_errata", "Notes: disagreements and errata", "The notes", ":material/rule:", 2025,
              "Where the notes contradict each other or err, each computed: what is printed against what holds.",
              "000 eq. 42, 47, 95, 109, 120-121, 136-137; 001 §1.4-1.5, RoPE appendix; 002 §2.1; 003 §9 eq. 65-70",
-             "show",
-             needs=("rope", "decoupled_rope", "seq2seq_attention")),
+             "show", needs=("rope", "decoupled_rope", "seq2seq_attention")),
 )
 
 BY_SLUG = {page.slug: page for page in PAGES}

@@ -69,9 +69,8 @@ class Recipe:
 
     def setting(self, name: str, value: Any, label: str) -> None:
         """A control's value (Page does this for every control): written as a literal at the snippet's top."""
-        if not self._recording() or not name.isidentifier() or name in self.values:
-            return
-        self.names.setting(name, value, label)
+        if self._recording() and name.isidentifier() and name not in self.values:
+            self.names.setting(name, value, label)
 
     def call(self, target: str, fn: Callable, *args: Any, via: Callable | None = None, note: str | None = None,
              **kwargs: Any) -> Any:
@@ -104,9 +103,8 @@ class Recipe:
         """`target = fn(*args, **kwargs)` written into the snippet but not run here: the long work behind one of
         the page's buttons (training, timing), at the settings on screen. Its result has no page value; a later
         call reads it as `Name(target)`."""
-        if not self._recording():
-            return
-        self.steps.append(Step(target, *self._written(fn, lambda: self.names.call(fn, args, kwargs)), note))
+        if self._recording():
+            self.steps.append(Step(target, *self._written(fn, lambda: self.names.call(fn, args, kwargs)), note))
 
     def let(self, target: str, compute: Callable[[], Any], note: str | None = None) -> Any:
         """`target = <compute's body>`: a line of plain Python over earlier names, a lambda the page runs as its
@@ -119,46 +117,38 @@ class Recipe:
 
     def note(self, comment: str) -> None:
         """A comment line before the next step: the equation it computes."""
-        if not self._recording():
-            return
-        self.steps.append(Step("", "", (), comment))
+        if self._recording():
+            self.steps.append(Step("", "", (), comment))
 
     def figure(self, code: str) -> None:
         """The notebook's last cell: plotly code over the recipe's names that draws the page's main figure."""
-        if not self._recording():
-            return
-        self.figure_code, self.figure_named = code, len(self.values)
+        if self._recording():
+            self.figure_code, self.figure_named = code, len(self.values)
 
     def slow(self, note: str) -> None:
         """The snippet's first comment: how long its work takes at these settings on a laptop CPU."""
         self.slow_note = note
 
     def refuse(self, message: str) -> None:
-        if not self._recording():
-            return
-        self.refusal = message
+        if self._recording():
+            self.refusal = message
 
     def equation(self, citation: str, latex: str) -> None:
-        if not self._recording():
-            return
-        self.equations.append((citation, latex))
+        if self._recording():
+            self.equations.append((citation, latex))
 
     def _add(self, target: str, value: Any, text: str, imports: tuple[str, ...], note: str | None) -> None:
         self.names.name(target, value)
         self.steps.append(Step(target, text, imports, note))
 
 
-# the run's recipe
 class _Unrecorded:
     """Where a page's calls go outside a full run (a fragment's own rerun, a test calling a view's helper): run,
-    not recorded."""
+    not recorded; every other method of Recipe does nothing."""
 
     def call(self, target: str, fn: Callable, *args: Any, via: Callable | None = None, note: str | None = None,
              **kwargs: Any) -> Any:
         return (via or fn)(*args, **kwargs)
-
-    def later(self, target: str, fn: Callable, *args: Any, note: str | None = None, **kwargs: Any) -> None:
-        return None
 
     def let(self, target: str, compute: Callable[[], Any], note: str | None = None) -> Any:
         return compute()

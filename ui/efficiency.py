@@ -46,10 +46,6 @@ TILE_MARKS = np.array([state.mark for state in TILE_STATES])
 TILE_LEGEND = "; ".join(f"{s.mark} {s.colour_name}: {s.name}" for s in reversed(TILE_STATES))
 
 
-def _bar_states(n: int, step: int) -> list[int]:
-    return [0 if j < step - 1 else 1 if j == step - 1 else 2 for j in range(n)]
-
-
 @figures.shared
 def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> go.Figure:
     """Left: the logits with the running maximum m_i; right: the online estimate e^{x_j − m_i}/d_i over the
@@ -69,7 +65,7 @@ def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> 
     frames = []
     for i in range(1, n + 1):
         estimate = prefix_softmax(trace, i).tolist() + [0.0] * (n - i)
-        states = _bar_states(n, i)
+        states = [0 if j < i - 1 else 1 if j == i - 1 else 2 for j in range(n)]  # see BAR_SCALE
         frames.append([dict(marker=dict(color=states, **BAR_SCALE)), dict(y=[float(trace.m[i - 1])] * 2),
                        dict(y=estimate, marker=dict(color=states, **BAR_SCALE))])
     fig.update_xaxes(type="category", title="j")
@@ -169,9 +165,8 @@ def sweep_table(rows: Sequence[dict]) -> None:
         "fastest-slowest ms": [f"{r['ms_min']:.3g}-{r['ms_max']:.3g}" if r["ms"] is not None else "" for r in rows],
         "TFLOP/s": [r["tflops"] for r in rows], "peak MiB": [r["peak_mib"] for r in rows],
         "note": [r["note"] for r in rows],
-    }, hide_index=True, column_config={"median ms": st.column_config.NumberColumn(format="%.3f"),
-                                       "TFLOP/s": st.column_config.NumberColumn(format="%.3f"),
-                                       "peak MiB": st.column_config.NumberColumn(format="%.2f")})
+    }, hide_index=True, column_config={name: st.column_config.NumberColumn(format=printf) for name, printf in
+                                       {"median ms": "%.3f", "TFLOP/s": "%.3f", "peak MiB": "%.2f"}.items()})
 
 
 def probe_table(record: dict, head_dim: int, causal: bool, columns: Callable[[dict], dict[str, Any]],
@@ -218,13 +213,11 @@ def dip_note(record: dict) -> str:
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:
     """What triton made of our kernels for the H100 and the A100 at their default launches (bf16, N a multiple of
     the blocks), read from benchmarks/results/flash_compile.json; beside the page's model when it gives one."""
-    record = compile_record()
-    if record is None:
+    if (record := compile_record()) is None:
         st.info("No compile results are recorded yet: `python -m benchmarks.flash_compile` writes them, on any "
                 "machine with triton, GPU or not.", icon=":material/memory:")
         return
-    rows = records.default_launch_rows(record, head_dim, causal)
-    if not rows:
+    if not (rows := records.default_launch_rows(record, head_dim, causal)):
         st.warning(f"The compile record holds no default launch at d = {head_dim}.", icon=":material/warning:")
         return
     targets = record["targets"]

@@ -16,8 +16,7 @@ def show(erratum: Erratum, gathered: bool = False) -> None:
     """The finding, its numbers side by side and a link: to the page that computes it when `gathered`, else
     to the page that gathers them all."""
     heading = f"{'Erratum' if erratum.kind == 'error' else 'The notes disagree'}: {erratum.title} ({erratum.where})"
-    box = st.container(border=True) if gathered else st.expander(heading, expanded=True)
-    with box:
+    with st.container(border=True) if gathered else st.expander(heading, expanded=True):
         if gathered:
             st.markdown(f"**{heading}**")
         st.markdown(erratum.text)
@@ -32,7 +31,6 @@ def rotation_figure(ends: dict[str, tuple[float, float]] | None = None) -> None:
     """000 eq. 109's two lines drawn (`ends`: errata.rotation_of_the_row_form(), computed here if not given): the
     row form turns q the other way."""
     ends = errata.rotation_of_the_row_form() if ends is None else ends
-    figures.show(figures.points_and_curves(
-        {}, {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
-        title="000 eq. 109 at θ = 30°: R q turns q by +θ, the printed q R by −θ", equal_axes=True, paired=True,
-        height=340))
+    figures.show(figures.points_and_curves({}, {name: ([0.0, x], [0.0, y]) for name, (x, y) in ends.items()},
+                                           title="000 eq. 109 at θ = 30°: R q turns q by +θ, the printed q R by −θ",
+                                           equal_axes=True, paired=True, height=340))

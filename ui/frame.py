@@ -130,8 +130,7 @@ def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:
         del st.query_params[TOUR_PARAM]
         st.query_params.pop(STOP_PARAM, None)
         return
-    index = int(raw_stop) - 1
-    lecture = lecture_requested()
+    index, lecture = int(raw_stop) - 1, lecture_requested()
     stop = tour.stops[index]
     if current.url_path != stop.slug:
         st.session_state[TOUR_MOVED] = (f"Stop {index + 1} of the {tour.title} tour is {BY_SLUG[stop.slug].title}, "
@@ -151,8 +150,7 @@ def tour_bar(pages: dict[str, st.Page], current: st.Page) -> None:
 
 def tour_links(pages: dict[str, st.Page]) -> None:
     lecture = lecture_requested()
-    columns = st.columns(len(TOURS))
-    for column, tour in zip(columns, TOURS):
+    for column, tour in zip(st.columns(len(TOURS)), TOURS):
         with column.container(border=True):
             st.page_link(pages[tour.stops[0].slug], label=f"**{tour.title}**", icon=":material/route:",
                          query_params=stop_params(tour, 0, lecture))
@@ -161,11 +159,9 @@ def tour_links(pages: dict[str, st.Page]) -> None:
 
 def home(pages: dict[str, st.Page]) -> None:
     st.title("How language models compute")
-    st.markdown(
-        "From word vectors to FlashAttention, every figure here is computed live on the server by this "
-        "project's own code, following lecture notes equation by equation (they are listed under Sources). "
-        "Every control is kept in the URL, so a link reopens exactly what you see."
-    )
+    st.markdown("From word vectors to FlashAttention, every figure here is computed live on the server by this "
+                "project's own code, following lecture notes equation by equation (they are listed under Sources). "
+                "Every control is kept in the URL, so a link reopens exactly what you see.")
     st.page_link(pages[START], label=f"**Start here: {BY_SLUG[START].title}**", icon=":material/flag:")
     st.subheader("Guided tours")
     tour_links(pages)

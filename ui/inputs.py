@@ -28,8 +28,7 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
         if not all(math.isfinite(x) for x in numbers):
             raise InputError(f"{name}, row {i}: entries must be finite numbers (no nan or inf)")
         parsed.append(numbers)
-    widths = {len(r) for r in parsed}
-    if len(widths) > 1:
+    if len(widths := {len(r) for r in parsed}) > 1:
         raise InputError(f"{name}: rows have different lengths {sorted(widths)}; every row needs the same count")
     return np.array(parsed)
 
@@ -62,22 +61,14 @@ def parse_order(text: str, n: int) -> list[int]:
 
 def parse_numbers(text: str, most: int = 40) -> list[float]:
     """Numbers separated by commas or spaces; a clear message for anything else or too many."""
-    tokens = text.replace(",", " ").split()
-    try:
-        values = [float(t) for t in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not _is_number(t))
-        raise InputError(f"{bad[:20]!r} is not a number: type numbers separated by commas") from None
+    values = []
+    for token in text.replace(",", " ").split():
+        try:
+            values.append(float(token))
+        except ValueError:
+            raise InputError(f"{token[:20]!r} is not a number: type numbers separated by commas") from None
     if not all(math.isfinite(v) for v in values):
         raise InputError("numbers must be finite")
     if len(values) > most:
         raise InputError(f"{len(values)} numbers: use at most {most}")
     return values
-
-
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-        return True
-    except ValueError:
-        return False

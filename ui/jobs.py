@@ -87,8 +87,7 @@ class JobQueue:
         """The job for (kind, key), joined if it is queued or running, else put at the end of the line. The
         session leaves any other job it waited on. Raises LineFull when a new job would not fit."""
         with self._lock:
-            earlier = self._of_session.get(session)
-            if earlier is not None and earlier.key != (kind, key):
+            if (earlier := self._of_session.get(session)) is not None and earlier.key != (kind, key):
                 self._leave(session, earlier)  # first: a job of its own left in line frees its place
             queued = len(self.line)
             job = self.line.join(session, (kind, key), lambda: Job(key=(kind, key), kind=kind, work=work,
@@ -130,8 +129,7 @@ class JobQueue:
             return None
         heapq.heapify(free)
         for job in itertools.islice(self.line, ahead):
-            expected = self._expected(job)
-            if expected is None:
+            if (expected := self._expected(job)) is None:
                 return None
             heapq.heapreplace(free, free[0] + expected)
         return free[0]
@@ -190,9 +188,7 @@ def ordinal(n: int) -> str:
 
 def place_text(position: int, seconds: float | None) -> str:
     """ "2nd in line, starts in about 8 s"; the estimate left out while there is none."""
-    text = f"{ordinal(position)} in line"
     if seconds is None:
-        return text
-    if seconds >= 90:
-        return f"{text}, starts in about {seconds / 60:.0f} min"
-    return f"{text}, starts in about {max(1, round(seconds))} s"
+        return f"{ordinal(position)} in line"
+    wait = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(1, round(seconds))} s"
+    return f"{ordinal(position)} in line, starts in about {wait}"

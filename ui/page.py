@@ -90,8 +90,7 @@ class Page:
                **kwargs: Any) -> Any:
         if low >= high:  # a range that follows the data can hold one value: nothing to choose, no slider
             st.session_state[BOUND_PARAMS].add(name)
-            raw = st.query_params.get(name)
-            if raw is not None and not _denotes(raw, low):
+            if (raw := st.query_params.get(name)) is not None and not _denotes(raw, low):
                 self.notice(f"URL parameter `{name}={raw[:40]}` is not used: {label} can only be {low} here.")
                 # drawn in the last run (its range shrank since), the parameter is still bound to that slider and
                 # Streamlit refuses to delete it: then it stays in the URL, and the notice says it is not used

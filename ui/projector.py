@@ -95,8 +95,7 @@ def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity
     """The projection of words of a vector set by "PCA" or "t-SNE", computed once per server and setting. PCA
     takes a moment and runs here; t-SNE takes seconds and is a job of the server's line (ui/queued.py), whose
     place and progress every visitor asking for the same setting sees, and shares."""
-    kept = _kept(source, words, method, dims, perplexity)
-    if not kept:
+    if not (kept := _kept(source, words, method, dims, perplexity)):
         X = _rows(source, words)  # (N, d)
         if method == "PCA":
             kept[:] = [_compute(X, words, method, dims, perplexity)]

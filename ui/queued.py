@@ -47,8 +47,7 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
     curve, the tokens so far) each time it changes. Bad input the work refuses (InputError) and a missing or
     damaged file (ModelFileError) are raised again here for page.guard and app.py; a full line raises LineFull,
     an InputError too; any other failure raises JobFailed."""
-    session = this_session()
-    queue = server_queue()
+    session, queue = this_session(), server_queue()
     job = queue.submit(session, kind, key, work, estimate)
     bar, drawn, first = st.empty(), None, True
     try:
@@ -57,8 +56,7 @@ def run(kind: str, key: Hashable, work: Callable[[Report], Any], what: str, esti
             position, seconds = queue.place(job)
             progress = job.progress
             if position:
-                bar.progress(0.0, text=f"{what}: {place_text(position, seconds)}. Changing a control leaves "
-                                       "the line.")
+                bar.progress(0.0, text=f"{what}: {place_text(position, seconds)}. Changing a control leaves the line.")
             else:
                 bar.progress(min(max(progress.fraction, 0.0), 1.0), text=progress.text or f"{what}…")
             if show is not None and progress.partial is not None and progress is not drawn:
@@ -92,8 +90,7 @@ class Kept:
     def run(self, kind: str, key: Hashable, work: Callable[[Report], Any], what: str,
             estimate: float | None = None) -> Any:
         """The result kept for key, or work run as run() runs it and kept."""
-        value = self.get(key)
-        if value is None:
+        if (value := self.get(key)) is None:
             value = run(kind, key, work, what, estimate)
             self.put(key, value)
         return value

@@ -20,9 +20,8 @@ def char_labels(text: str) -> list[str]:
 def word_columns(text: str) -> dict[str, list[int]]:
     """The character positions of each word, labelled with its first position, and of all spaces together:
     a few curves instead of one per character."""
-    groups: dict[str, list[int]] = {}
-    for match in re.finditer(r"\S+", text):
-        groups[f"{match.start()} {match.group()}"] = list(range(match.start(), match.end()))
+    groups = {f"{match.start()} {match.group()}": list(range(match.start(), match.end()))
+              for match in re.finditer(r"\S+", text)}
     spaces = [j for j, c in enumerate(text) if c.isspace()]
     return groups | ({"␣ (every space)": spaces} if spaces else {})
 

@@ -97,11 +97,9 @@ def _draw_each_kind() -> None:
 def _compile_page_scripts() -> None:
     """Every page's script into the server's script cache (the one st.Page's run reads), as its first visitor
     would; imported outside a script run (a notebook, a unit test) there is no cache to fill."""
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return
-    for script in sorted(VIEWS.glob("*.py")):
-        ctx.pages_manager.get_page_script_byte_code(str(script))
+    if (ctx := get_script_run_ctx()) is not None:
+        for script in sorted(VIEWS.glob("*.py")):
+            ctx.pages_manager.get_page_script_byte_code(str(script))
 
 
 def _compile_kernels() -> None:

@@ -302,12 +302,8 @@ def _same_setting(setting: Any, value: Any) -> bool:
 
 def _shared_object(value: Any) -> bool:
     """Whether Python hands out this very object for equal values made anywhere (True and False, small ints,
-    one-letter and empty strings): its identity then says nothing about where it came from."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return -5 <= value <= 256
-    return isinstance(value, str) and len(value) <= 1
+    one-letter and empty strings): its identity then says nothing about where it came from. A bool is an int."""
+    return (isinstance(value, int) and -5 <= value <= 256) or (isinstance(value, str) and len(value) <= 1)
 
 
 def _parameter_names(fn: Callable, count: int) -> list[str | None]:

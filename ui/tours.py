@@ -37,8 +37,7 @@ TOURS = (
     )),
     Tour("decoding", "Decoding", "From next-token probabilities to a whole output: greedy, beam, exhaustive.", (
         Stop("softmax_gradient", "A model gives a probability to every next token."),
-        Stop("decoding_lab", "Greedy search takes the likeliest token at each step.",
-             {"method": "greedy"}),
+        Stop("decoding_lab", "Greedy search takes the likeliest token at each step.", {"method": "greedy"}),
         Stop("decoding_lab", "Beam search keeps the W best prefixes; the tree shows what it kept and pruned.",
              {"method": "beam", "W": "4"}),
         Stop("transformer_lm", "Sampling instead of searching: temperature trades likelihood for variety.",

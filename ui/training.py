@@ -108,8 +108,7 @@ def neighbour_columns(page, vectors: WordVectors, words: list[str], recorded: bo
     for i, (column, word) in enumerate(zip(st.columns(max(1, len(words[:4]))), words[:4])):
         with column:
             if word not in vectors:  # one column's typo, not the page's: the code keeps the other words
-                unknown = UnknownWordError(word, vectors.suggest(word), len(vectors))
-                st.warning(str(unknown), icon=":material/warning:")
+                st.warning(str(UnknownWordError(word, vectors.suggest(word), len(vectors))), icon=":material/warning:")
                 continue
             found = (page.code.call(nearest_name(word, i), vectors.neighbours, word, topn) if recorded
                      else vectors.neighbours(word, topn))

@@ -11,6 +11,7 @@ if not getattr(sys.modules.get("ui.server"), "READY", False):
     with st.spinner("Starting up: importing torch and the engine, once per server (about 5 s)…"):
         import ui.server  # noqa: F401
 from engine.checkpoint_files import ModelFileError
+from ui import lecture
 from ui.boundary import contained
 from ui.code import code_view, finish
 from ui.frame import lecture_requested, lecture_toggle, navigation_pages, tour_bar
@@ -25,7 +26,9 @@ page = st.navigation(navigation, expanded=True)  # every section visible, none b
 st.set_page_config(page_title=f"{page.title} · How language models compute")
 enter_page(page.url_path)
 lecture_toggle()
+lecture.control(pages, page)  # a follower moves to the lecturer's view here, before drawing anything of its own
 tour_bar(pages, page)
+lecture.bar(page)
 with paced(), contained(page.url_path):  # waits between a flooding session's runs; an unexpected error stays here
     try:
         page.run()
@@ -33,6 +36,7 @@ with paced(), contained(page.url_path):  # waits between a flooding session's ru
         st.error(str(error), icon=":material/broken_image:")
     finally:
         recorded = finish()
+        lecture.settle(page.url_path)  # the lecturer's view to the class; a follower who touched a control is away
     # neither is reached when the page stopped (a refused state has no code; Page.refuse settles the URL) or failed
     # (its URL keeps every parameter, for the run again)
     code_view(recorded)

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.logger import get_logger
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 LOG = get_logger("how_lms.pages")
 NOTICE = ("Something went wrong on this page, and it has been logged for the maintainers. The other pages work; "
@@ -48,9 +49,15 @@ def fragment(body: Callable[..., Any]) -> Callable[..., Any]:
     def contained_body(*args: Any, **kwargs: Any) -> Any:
         # imported by app.py long before (a lookup); not at the top, so that the browser tests and the simulated
         # class read NOTICE without importing the pages' modules and torch
+        from ui import lecture
         from ui.page import SHOWN_PAGE
 
-        with contained(st.session_state.get(SHOWN_PAGE, "?"), body.__name__):
-            return body(*args, **kwargs)
+        shown = st.session_state.get(SHOWN_PAGE, "?")
+        try:
+            with contained(shown, body.__name__):
+                return body(*args, **kwargs)
+        finally:
+            if get_script_run_ctx().fragment_ids_this_run:  # the fragment's own rerun: app.py's settle is not run
+                lecture.settle(shown)
 
     return st.fragment(contained_body)

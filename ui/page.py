@@ -26,6 +26,7 @@ from ui.tours import STOP_PARAM, TOUR_PARAM
 BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's controls own
 DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
 SHOWN_PAGE = "_shown_page"  # session key: the url_path of the page the last run drew
+JOIN = "join"  # URL parameter: the code of the live lecture a student is in (ui/lecture.py)
 
 
 def _denotes(raw: str, value: Any) -> bool:
@@ -172,17 +173,21 @@ def enter_page(url_path: str) -> None:
     shares a name with another's (`word`, `text`, `window`) opened with that page's value from the sidebar:
     hierarchical softmax after word2vec said "'music' is not among the 1,776 words". A page opens at its own
     defaults, or at what its URL says (a tour's stop, a shared link, Back and Forward)."""
-    if st.session_state.get(SHOWN_PAGE) == url_path:
-        return
+    if st.session_state.get(SHOWN_PAGE) != url_path:
+        forget_controls()
+        st.session_state[SHOWN_PAGE] = url_path
+
+
+def forget_controls() -> None:
+    """Drop the values of every control this session has drawn, so the next run's take the URL's."""
     for name in st.session_state.get(DRAWN_PARAMS, set()):
         st.session_state.pop(name, None)
     st.session_state[DRAWN_PARAMS] = set()
-    st.session_state[SHOWN_PAGE] = url_path
 
 
 def flag_unknown_params() -> None:
     """After a page ran: name and drop URL parameters that no control on it owns."""
-    owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture", TOUR_PARAM, STOP_PARAM}
+    owned = st.session_state.get(BOUND_PARAMS, set()) | {"lecture", JOIN, TOUR_PARAM, STOP_PARAM}
     # a control this session has drawn but this run did not (hidden by another control, or past a refused
     # input) keeps its parameter: Streamlit owns it, and drawing the control again restores its value
     drawn = st.session_state.get(DRAWN_PARAMS, set())

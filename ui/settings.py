@@ -33,17 +33,27 @@ class Settings:
     # (ui/defaults.py), so a class arriving later finds them ready; 0 leaves each to its first visitor (the test
     # suite's servers, most of which open a few pages, on two cores shared with everything else).
     warm: bool = True
+    # HOW_LMS_LECTURE_KEY: the lecturer's key for live lectures (ui/lecture.py), or `lecture_key` in
+    # .streamlit/secrets.toml; unset, there are no live lectures and every page is as it was. At least 8 characters:
+    # a session may try 5 keys a minute, and a class has hundreds of sessions.
+    lecture_key: str = ""
+    # HOW_LMS_REDIS: where live lectures keep their state (redis://host:6379/0) when replicas serve one class, so a
+    # follower on one follows a lecturer on another (`python -m serve` sets it); unset, in this process.
+    redis: str = ""
 
 
 # each setting's variable, and how its text is read
-VARIABLES: dict[str, tuple[str, Callable[[str], float]]] = {
+VARIABLES: dict[str, tuple[str, Callable[[str], float | str]]] = {
     "jobs": ("HOW_LMS_JOBS", int),
     "queue": ("HOW_LMS_QUEUE", int),
     "pace_share": ("HOW_LMS_PACE_SHARE", float),
     "batch_tokens": ("HOW_LMS_BATCH_TOKENS", int),
     "warm": ("HOW_LMS_WARM", int),
+    "lecture_key": ("HOW_LMS_LECTURE_KEY", str),
+    "redis": ("HOW_LMS_REDIS", str),
 }
-BOUNDS = {"jobs": (1, 64), "queue": (1, 10_000), "pace_share": (0.01, 1.0), "batch_tokens": (64, 1 << 20), "warm": (0, 1)}
+BOUNDS = {"jobs": (1, 64), "queue": (1, 10_000), "pace_share": (0.01, 1.0), "batch_tokens": (64, 1 << 20), "warm": (0, 1),
+          "lecture_key": (8, 256), "redis": (9, 2048)}  # the texts' lengths: redis:// and a host at least
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> Settings:
@@ -58,7 +68,9 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> Settings:
             value = parse(environ[variable])
         except ValueError:
             raise ValueError(f"{variable}={environ[variable]!r} is not a number") from None
-        if not low <= value <= high:
+        if isinstance(value, str) and not low <= len(value) <= high:  # a secret: its length, never its text
+            raise ValueError(f"{variable} is not {low} to {high} characters long")
+        if not isinstance(value, str) and not low <= value <= high:
             raise ValueError(f"{variable}={environ[variable]} is outside {low} to {high}")
         values[name] = value
     return Settings(**values)

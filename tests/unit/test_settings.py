@@ -20,15 +20,18 @@ def test_the_defaults_and_what_the_environment_sets():
     assert Settings().queue == serving.MAX_WAITING and Settings().batch_tokens == batching.MAX_TOKENS
     assert 1 <= Settings().jobs <= 4
     read = from_environment({"HOW_LMS_JOBS": "3", "HOW_LMS_QUEUE": "10", "HOW_LMS_PACE_SHARE": "0.5",
-                             "HOW_LMS_BATCH_TOKENS": "1024", "HOW_LMS_WARM": "0", "HOME": "/root"})
-    assert read == Settings(jobs=3, queue=10, pace_share=0.5, batch_tokens=1024, warm=False)
+                             "HOW_LMS_BATCH_TOKENS": "1024", "HOW_LMS_WARM": "0", "HOW_LMS_LECTURE_KEY": "k" * 8,
+                             "HOW_LMS_REDIS": "redis://h", "HOME": "/root"})
+    assert read == Settings(jobs=3, queue=10, pace_share=0.5, batch_tokens=1024, warm=False, lecture_key="k" * 8,
+                            redis="redis://h")
     with pytest.raises(FrozenInstanceError):
         read.jobs = 4
 
 
 @pytest.mark.parametrize("variable, value", [("HOW_LMS_JOBS", "two"), ("HOW_LMS_JOBS", "0"),
                                              ("HOW_LMS_QUEUE", "1.5"), ("HOW_LMS_PACE_SHARE", "0"),
-                                             ("HOW_LMS_BATCH_TOKENS", "-1"), ("HOW_LMS_WARM", "2")])
+                                             ("HOW_LMS_BATCH_TOKENS", "-1"), ("HOW_LMS_WARM", "2"),
+                                             ("HOW_LMS_LECTURE_KEY", "short"), ("HOW_LMS_REDIS", "")])
 def test_a_value_nobody_could_mean_stops_the_server_with_its_name(variable, value):
     with pytest.raises(ValueError, match=variable):
         from_environment({variable: value})

@@ -1,0 +1,179 @@
+"""A live lecture in the real browser (ui/lecture.py, serve/lectures.py): a lecturer's tab and students' tabs on one
+server with a lecturer key. The class follows the lecturer's change without touching anything, a student who moves
+a control explores alone until they go back, a question is answered and revealed, the end leaves everyone their page;
+the new controls pass axe and work from the keyboard. Over Streamlit's own protocol, no URL, forged widget state,
+other session's link or replayed message makes a session the lecturer."""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+from benchmarks.protocol import Session
+from harness.accessibility import axe_violations, blocking
+from serve.process import Server
+from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, ROOT, assert_no_exception, new_tab, open_url, screenshot, \
+    settle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
+KEY = "a-lecturer-key-for-tests"
+FOLLOW_S = 10  # the lecturer's change to a follower's page with both cores busy (the benchmark measures the lag)
+SLIDER = ".st-key-{} [data-testid='stSlider'] input[type='range']"
+THUMB = ".st-key-{} [data-testid='stSliderThumbValue']"
+
+
+@pytest.fixture(scope="module")
+def lecture_url():
+    os.environ["HOW_LMS_LECTURE_KEY"] = KEY  # the server's copy of the environment is taken as it starts
+    try:
+        server = Server(ROOT / "app.py", ROOT)
+    finally:
+        del os.environ["HOW_LMS_LECTURE_KEY"]
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def start_lecture(tab) -> str:
+    """Enter the key in the sidebar's Live lecture control, by keyboard; the join code the bar shows."""
+    tab.get_by_text("Live lecture").click()
+    tab.get_by_label("Lecturer key").fill(KEY)
+    tab.get_by_label("Lecturer key").press("Enter")  # Enter in a form's field submits it
+    settle(tab)
+    return re.search(r"Join code: ([A-Z0-9]{5})", tab.inner_text("body")).group(1)
+
+
+def step(tab, name: str) -> None:
+    tab.locator(SLIDER.format(name)).first.focus()
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_url(re.compile(rf"[?&]{name}="), timeout=15_000)  # the run the key press caused has drawn
+    settle(tab)
+
+
+def shows(tab, name: str) -> str:
+    return tab.locator(THUMB.format(name)).first.inner_text().strip()
+
+
+def comes_to(tab, name: str, value: str) -> None:
+    """Wait until the slider `name` shows `value`: a pushed move runs without any action in this tab to wait on."""
+    tab.locator(THUMB.format(name)).filter(has_text=re.compile(f"^{value}$")).first.wait_for(timeout=FOLLOW_S * 1000)
+
+
+def test_the_class_follows_steps_away_comes_back_answers_and_sees_the_reveal(browser, lecture_url):
+    lecturer, follower, explorer = (new_tab(browser, lecture_url) for _ in range(3))
+    try:
+        open_url(lecturer, "/flash_attention")
+        code = start_lecture(lecturer)
+        for student in (follower, explorer):
+            open_url(student, f"/?join={code.lower()}")  # a link, typed in any case
+            student.wait_for_url(re.compile(r"/flash_attention\?"), timeout=FOLLOW_S * 1000)
+            assert student.get_by_text(f"Following lecture {code}").count() == 1
+        lecturer.get_by_text("2 following").wait_for(timeout=FOLLOW_S * 1000)
+        assert blocking(axe_violations(lecturer)) == []
+        assert blocking(axe_violations(follower)) == []
+
+        step(lecturer, "N")  # 24 -> 25: both students move without touching anything
+        for student in (follower, explorer):
+            comes_to(student, "N", "25")
+            student.wait_for_url(re.compile(r"[?&]N=25"), timeout=FOLLOW_S * 1000)
+
+        step(explorer, "seed")  # a control of their own: on their own from now
+        explorer.get_by_text("You are exploring on your own").wait_for(timeout=FOLLOW_S * 1000)
+        lecturer.get_by_text("1 exploring on their own").wait_for(timeout=FOLLOW_S * 1000)
+        assert "FlashAttention 1" in lecturer.inner_text("[class*='st-key-lecture_bar']")
+        step(lecturer, "N")  # 25 -> 26: the follower moves, the explorer stays
+        comes_to(follower, "N", "26")
+        time.sleep(1)
+        assert shows(explorer, "N") == "25" and shows(explorer, "seed") == "1"
+        assert blocking(axe_violations(explorer)) == []
+        back = explorer.get_by_role("button", name="Back to the lecture")
+        back.focus()
+        explorer.keyboard.press("Enter")
+        comes_to(explorer, "N", "26")
+        comes_to(explorer, "seed", "0")
+
+        ask = lecturer.get_by_role("button", name="Ask", exact=True)
+        ask.focus()
+        lecturer.keyboard.press("Enter")
+        settle(lecturer)
+        for student, typed in ((follower, "9"), (explorer, "8")):  # N = 26, B_r = 8, B_c = 4: 9 tiles skipped
+            box = student.get_by_label("Your answer (a number)")
+            box.wait_for(timeout=FOLLOW_S * 1000)
+            box.fill(typed)
+            box.press("Enter")
+            settle(student)
+            assert student.get_by_text(f"Your answer: {typed}.").count() == 1
+        assert blocking(axe_violations(follower)) == []
+        lecturer.get_by_text("2 answered").wait_for(timeout=FOLLOW_S * 1000)
+        assert "Answer:" not in follower.inner_text("body")  # hidden until the reveal
+        lecturer.get_by_role("button", name="Reveal the answers").click()
+        settle(lecturer)
+        assert "Answer: 9 · 1 of 2 right" in lecturer.inner_text("body")
+        follower.get_by_text("you were right").wait_for(timeout=FOLLOW_S * 1000)
+        explorer.get_by_text("you answered 8").wait_for(timeout=FOLLOW_S * 1000)
+        assert blocking(axe_violations(lecturer)) == []
+        screenshot(lecturer, "lecture_lecturer", whole_page=False)
+        screenshot(follower, "lecture_student", whole_page=False)
+
+        end = lecturer.get_by_role("button", name="End the lecture")
+        if not end.is_visible():
+            lecturer.get_by_text("Live lecture").click()
+        end.click()
+        settle(lecturer)
+        follower.wait_for_url(lambda url: "join=" not in url, timeout=FOLLOW_S * 1000)
+        assert shows(follower, "N") == "26"  # the page as it was, now their own
+        for tab in (lecturer, follower, explorer):
+            assert_no_exception(tab)
+    finally:
+        for tab in (lecturer, follower, explorer):
+            tab.context.close()
+
+
+def is_lecturer(run) -> bool:
+    return any(text.startswith("### Join code:") for text in run.texts)
+
+
+def test_nothing_but_the_key_makes_a_session_the_lecturer(lecture_url):
+    lecturer = Session(lecture_url)
+    lecturer.open("flash_attention")
+    lecturer.states[lecturer.widgets["_lecture_key_text"].id] = WidgetState(
+        id=lecturer.widgets["_lecture_key_text"].id, string_value=KEY)
+    run = lecturer.press("Start the lecture")
+    assert is_lecturer(run), run.texts
+    code = re.search(r"`([A-Z0-9]{5})`", next(t for t in run.texts if t.startswith("### Join code:"))).group(1)
+    buttons = [lecturer.widgets[key].id for key in ("_lecture_reveal", "_lecture_end", "_lecture_ask")
+               if key in lecturer.widgets]
+    lecturer.press("_lecture_ask")  # a question open, for the replays below
+    lecturer_states = list(lecturer.states.values())
+    buttons += [lecturer.widgets[key].id for key in ("_lecture_reveal", "_lecture_end") if key in lecturer.widgets]
+
+    attacker = Session(lecture_url)
+    # a URL: the lecture's own link, and parameters named as the session's secret
+    run = attacker.open("flash_attention", {"join": code, "_lecture_token": code, "lecturer": "true"})
+    assert not is_lecturer(run) and any("Following lecture" in t for t in run.texts)
+    key_box = attacker.widgets["_lecture_key_text"].id
+    # forged widget state: values for the ids of the secret and of the lecturer's buttons, and a wrong key
+    forged = [WidgetState(id="_lecture_token", string_value=code),
+              WidgetState(id=key_box, string_value="not-the-key"),
+              *[WidgetState(id=button, trigger_value=True) for button in buttons]]
+    run = attacker._rerun(extra=forged, keep=False)
+    assert not is_lecturer(run)
+    # the lecturer's own messages replayed: every widget state its session sent, the button presses included
+    run = attacker._rerun(extra=lecturer_states, keep=False)
+    assert not is_lecturer(run)
+    # five wrong keys: the sixth try, even the right key, is refused for a minute
+    attacker.open("flash_attention", {"join": code})
+    for typed in ["wrong"] * 5 + [KEY]:
+        attacker.states[key_box] = WidgetState(id=key_box, string_value=typed)
+        run = attacker.press("Start the lecture")
+        assert typed == KEY or "That is not the lecturer key." in run.texts, run.texts
+    assert not is_lecturer(run) and any(t.startswith("Too many wrong keys") for t in run.texts)
+
+    run = lecturer._rerun()  # the lecturer's question is still open, nothing was revealed or ended
+    assert is_lecturer(run) and any("answered" in t for t in run.texts)
+    for session in (lecturer, attacker):
+        session.close()

@@ -34,8 +34,9 @@ def main() -> int:
     try:
         with Replicas(max(args.replicas, 1), args.port, args.host) as replicas:
             ports = ", ".join(f"{name} on port {server.port}" for name, server in replicas.names().items())
-            print(f"{replicas.url}: {len(replicas.servers)} replicas ({ports}) behind HAProxy. Ctrl-C stops all.",
-                  flush=True)
+            store = f"; live lectures in {replicas.store.url}" if replicas.store else ""
+            print(f"{replicas.url}: {len(replicas.servers)} replicas ({ports}) behind HAProxy{store}. "
+                  "Ctrl-C stops all.", flush=True)
             while True:
                 time.sleep(1)
                 for name in replicas.restart_exited():

@@ -64,9 +64,10 @@ class Process:
     """A command in its own process group, its output in the binary file `log`: what Server and serve.proxy.Proxy
     share."""
 
-    def __init__(self, command: list[str], log: IO[bytes], cwd: Path | None = None):
+    def __init__(self, command: list[str], log: IO[bytes], cwd: Path | None = None, env: dict[str, str] | None = None):
         self.log = log
-        self.proc = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=None if env is None else os.environ | env)
 
     def output(self) -> str:
         self.log.seek(0)
@@ -88,13 +89,14 @@ class Process:
 class Server(Process):
     """`streamlit run <script>` on a loopback port in its own process group, its output in a file; returned once
     the port is open (its runtime may still be starting: `wait_started` waits for the health check). `launcher`
-    is the module run as `python -m` (benchmarks.stamped_server adds the server's clock on each run)."""
+    is the module run as `python -m` (benchmarks.stamped_server adds the server's clock on each run); `env`, what it
+    adds to this process's environment."""
 
-    def __init__(self, script: Path, cwd: Path, launcher: str = "streamlit"):
+    def __init__(self, script: Path, cwd: Path, launcher: str = "streamlit", env: dict[str, str] | None = None):
         self.port = free_port()
         super().__init__([sys.executable, "-m", launcher, "run", str(script), "--server.port", str(self.port),
                           "--server.address", "127.0.0.1", "--server.headless", "true",
-                          "--browser.gatherUsageStats", "false"], tempfile.TemporaryFile(), cwd)
+                          "--browser.gatherUsageStats", "false"], tempfile.TemporaryFile(), cwd, env)
         wait_until(self, lambda: port_open(self.port), BOOT_S, f"streamlit did not open port {self.port}")
         self.url = f"http://127.0.0.1:{self.port}"
 

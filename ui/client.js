@@ -213,6 +213,23 @@
     });
   };
   new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
+
+  // A student in a live lecture whose replica went away: Streamlit's frontend reconnects to another, which does not
+  // know this tab, and shows what it showed without running anything; this runs the page from its URL there, as
+  // Back does, so the new replica knows the tab follows the lecture and moves it with the next change.
+  const connectionState = () => document.querySelector("[data-testid='stApp']")
+    ?.getAttribute("data-test-connection-state");
+  let connection = connectionState();
+  const reconnected = () => {
+    const now = connectionState();
+    if (now === "CONNECTED" && connection && connection !== "CONNECTED"
+        && new URLSearchParams(location.search).has("join")) {
+      dispatchEvent(new PopStateEvent("popstate"));
+    }
+    connection = now || connection;
+  };
+  new MutationObserver(reconnected).observe(document.body,
+    { attributes: true, subtree: true, attributeFilter: ["data-test-connection-state"] });
   window.addEventListener("resize", schedule);
   document.fonts.ready.then(schedule);
 })();

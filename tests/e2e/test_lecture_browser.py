@@ -15,6 +15,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from benchmarks.protocol import Session
 from harness.accessibility import axe_violations, blocking
 from serve.process import Server
+from serve.replicas import REDIS_SERVER, Store
 from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, ROOT, assert_no_exception, new_tab, open_url, screenshot, \
     settle
 
@@ -177,3 +178,28 @@ def test_nothing_but_the_key_makes_a_session_the_lecturer(lecture_url):
     assert is_lecturer(run) and any("answered" in t for t in run.texts)
     for session in (lecturer, attacker):
         session.close()
+
+
+@pytest.mark.skipif(not REDIS_SERVER.exists(), reason=f"{REDIS_SERVER} is missing (apt-get install -y redis-server)")
+def test_a_follower_on_one_replica_follows_a_lecturer_on_another(browser):
+    """Two replicas sharing the lecture's store in Redis, as `python -m serve` runs them: the lecturer's change,
+    announced on one, moves a follower served by the other, and the lecturer there counts them."""
+    store = Store()
+    replicas = []
+    try:
+        replicas = [Server(ROOT / "app.py", ROOT, env={"HOW_LMS_LECTURE_KEY": KEY, "HOW_LMS_REDIS": store.url})
+                    for _ in range(2)]
+        lecturer, student = new_tab(browser, replicas[0].url), new_tab(browser, replicas[1].url)
+        open_url(lecturer, "/kernel_regression")
+        code = start_lecture(lecturer)
+        open_url(student, f"/?join={code}")
+        student.wait_for_url(re.compile(r"/kernel_regression\?"), timeout=FOLLOW_S * 1000)
+        lecturer.get_by_text("1 following").wait_for(timeout=FOLLOW_S * 1000)
+        step(lecturer, "seed")
+        comes_to(student, "seed", "1")
+        for tab in (lecturer, student):
+            assert_no_exception(tab)
+            tab.context.close()
+    finally:
+        for process in (*replicas, store):
+            process.stop()

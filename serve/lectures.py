@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I/L: read off a projector at the back of a hall
 CODE_LENGTH = 5  # 31^5 = 28 million codes: a guessed code is one of a handful of live lectures by chance only
 KEEP_S = 12 * 3600  # a lecture's keys outlive a day's teaching, then Redis drops them
-CHANNEL = "how-lms:lectures"  # messages "<code> <what changed>": view, question, count, end
+CHANNEL = "how-lms:lectures"  # messages "<code> <what changed>": view, question, count, end; code * is every lecture
 REPLICA_S = 6  # a process that has not said it is alive for this long is gone, and its sessions with it
 MAX_CHANGES = 20  # answers one session may give to one question: more is a flood, refused
 LOG = logging.getLogger("how_lms.lectures")
@@ -273,8 +273,13 @@ class Lectures:
             self.client.publish(CHANNEL, f"{code} count")
 
     def alive(self) -> None:
-        """This process is serving: its sessions' presence entries count for REPLICA_S more seconds."""
-        self.client.hset("replicas", self.replica, time.time())
+        """This process is serving: its sessions' presence entries count for REPLICA_S more seconds. A replica
+        silent for longer is dropped, and every lecturer told (message "* count"): its students no longer count."""
+        now = time.time()
+        self.client.hset("replicas", self.replica, now)
+        gone = [name for name, said in self.client.hgetall("replicas").items() if now - float(said) > REPLICA_S]
+        if gone and self.client.hdel("replicas", *gone):  # only the first replica to notice announces it
+            self.client.publish(CHANNEL, "* count")
 
     def presence(self, code: str) -> tuple[int, Counter]:
         """How many follow, and how many explore on their own on each page, counting live replicas' sessions."""

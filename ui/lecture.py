@@ -83,7 +83,8 @@ class _Sessions:
         wakes = {"view": {"follow"}, "question": {"follow", "away"}, "end": {"follow", "away"},
                  "count": {"lead"}}[what]
         with self._lock:
-            sessions = [s for s, role in self._roles.get(code, {}).items() if role in wakes]
+            lectures = self._roles.values() if code == "*" else [self._roles.get(code, {})]
+            sessions = [s for roles in lectures for s, role in roles.items() if role in wakes]
         for session in sessions:
             if what == "count":
                 self._count(session)

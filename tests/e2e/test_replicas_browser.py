@@ -1,7 +1,8 @@
 """A class served by two replicas behind HAProxy (`python -m serve`), in chromium: six students' sessions spread
 over both by the proxy's cookie, a PNG and a CSV downloaded through it, a session the proxy sends to a replica
 that never saw it, a replica killed mid-lecture whose students come back on the other with their views, and
-that replica started again as `python -m serve` does, taking the next student.
+that replica started again as `python -m serve` does, taking the next student; and a live lecture across them: a
+follower on one replica follows a lecturer on the other through Redis, and again after its replica is killed.
 
 The tests share one class and run in order; the third kills a replica, the fourth starts it again. Each session is a browser context of its
 own, so each has its own cookie jar, as six students' laptops behind one lecture hall's NAT would.
@@ -38,6 +39,8 @@ from tests.e2e.conftest import (
     settle,
     wait_for_plots,
 )
+from tests.e2e.test_lecture_browser import FOLLOW_S, comes_to, start_lecture
+from tests.e2e.test_lecture_browser import KEY as LECTURE_KEY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM),
               pytest.mark.skipif(not Path(HAPROXY).exists(),
@@ -123,8 +126,32 @@ def png_and_csv(tab) -> tuple[bytes, list[list[str]]]:
 
 @pytest.fixture(scope="module")
 def replicas():
-    with Replicas(2, free_port()) as served:
+    """Two replicas with live lectures on (a lecturer key), their state in the redis-server Replicas starts."""
+    os.environ["HOW_LMS_LECTURE_KEY"] = LECTURE_KEY  # the replicas' environments are copied as they start
+    try:
+        served = Replicas(2, free_port())
+    finally:
+        del os.environ["HOW_LMS_LECTURE_KEY"]
+    with served:
         yield served
+
+
+@pytest.fixture(scope="module")
+def lecture(browser, replicas, students):
+    """A lecturer on the replica the next tests keep, a follower on the one they kill (students[0]'s)."""
+    victim = replica(students[0])
+    tabs = {}
+    try:
+        for role, on in (("lecturer", {"r1": "r2", "r2": "r1"}[victim]), ("follower", victim)):
+            tabs[role] = new_tab(browser, replicas.url)
+            tabs[role].context.add_cookies([{"name": COOKIE, "value": on, "url": replicas.url}])  # sticky to `on`
+            open_url(tabs[role], "/kernel_regression")
+        tabs["code"] = start_lecture(tabs["lecturer"])
+        yield tabs
+    finally:
+        for tab in tabs.values():
+            if not isinstance(tab, str):
+                tab.context.close()
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +198,15 @@ def test_a_session_sent_to_a_replica_that_never_saw_it_keeps_its_view(replicas, 
     assert_view(tab, *tab.view)
     assert_next_change_runs_from_the_view(tab)
     assert replica(tab) == other
+
+
+def test_a_follower_follows_a_lecturer_on_the_other_replica(lecture):
+    lecturer, follower = lecture["lecturer"], lecture["follower"]
+    assert replica(lecturer) != replica(follower)
+    open_url(follower, f"/?join={lecture['code']}")
+    lecturer.get_by_text("1 following").wait_for(timeout=FOLLOW_S * 1000)
+    step(lecturer, "seed")
+    comes_to(follower, "seed", "1")
 
 
 def test_a_killed_replicas_sessions_come_back_on_the_other_with_their_views(replicas, students):
@@ -222,3 +258,17 @@ def test_a_replica_started_again_takes_new_students(replicas, browser, students)
         assert_view(tab, "Kernel regression", {"h": "0.80"})
     finally:
         tab.context.close()
+
+
+def test_a_follower_of_the_killed_replica_follows_again_from_the_other(lecture):
+    """The follower's tab reconnected to the survivor (the test before killed its replica), which has never seen it;
+    the lecturer's next change moves it within FOLLOW_S, and it is counted there."""
+    lecturer, follower = lecture["lecturer"], lecture["follower"]
+    deadline = time.monotonic() + RECONNECT_S
+    while replica(follower) != replica(lecturer):
+        assert time.monotonic() < deadline, "the follower did not reconnect to the survivor"
+        follower.wait_for_timeout(200)
+    # counted once: on the survivor, and no longer on the killed replica once it has been silent for REPLICA_S
+    lecturer.get_by_text("1 following").wait_for(timeout=RECONNECT_S * 1000)
+    step(lecturer, "seed")
+    comes_to(follower, "seed", "2")

@@ -167,6 +167,15 @@ def test_presence_counts_followers_and_pages_of_live_replicas_only(make):
     b.client.hset("replicas", "b", time.time() - REPLICA_S - 1)  # replica b stopped saying it is alive
     following, away = a.presence(code)
     assert (following, dict(away)) == (0, {"kv_cache": 1})
+    heard = []
+    a.listen(lambda code, what: heard.append((code, what)))
+    time.sleep(0.2)
+    a.alive()  # a notices, drops b and tells every lecturer, once
+    a.alive()
+    deadline = time.monotonic() + 5
+    while not heard and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heard == [("*", "count")] and "b" not in a.client.hgetall("replicas")
 
 
 def test_a_change_through_one_replica_is_heard_by_another(make):

@@ -1,0 +1,158 @@
+"""A live lecture's lag and cost on one server (issue 46): a lecturer and N followers speaking Streamlit's own
+protocol (benchmarks/protocol.py, one thread each), a few students exploring on their own meanwhile.
+
+Measured: from the lecturer's change to each follower's pushed run finished (p50/p95/max over several changes); the
+explorers' own changes meanwhile (p95); the server's CPU while N followers wait and nothing changes (cores); one
+question answered by every follower within a few seconds (every answer counted exactly once, read off the
+lecturer's bar); the reveal reaching every follower (p95). Targets: lag p95 <= 2 s, explorers' p95 <= 1 s, waiting
+followers <= 0.1 core per 100, answers exact, reveal p95 <= 2 s. Recorded in benchmarks/results/lecture.json.
+
+Usage: python -m benchmarks.lecture [--followers 100] [--changes 5] [--explorers 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from importlib.metadata import version
+
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+from benchmarks import ROOT, finish
+from benchmarks.protocol import Session
+from serve.process import BOOT_S, Server, wait_started
+
+KEY = "a-lecturer-key-for-the-benchmark"
+PAGE, CONTROL = "flash_attention", "seed"  # a page with questions; the lecturer steps its seed
+EXPLORED, EXPLORED_CONTROL = "sinusoidal", "d"
+IDLE_S = 10.0  # followers waiting, nothing changing: the server's CPU over this long
+COUNT_SETTLE_S = 2.0  # the lecturer's bar is redrawn at most once a second while answers arrive
+TARGETS = {"lag_p95_s": 2.0, "explorer_p95_s": 1.0, "waiting_cores_per_100": 0.1, "reveal_p95_s": 2.0}
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def pushed(sessions: list[Session], act) -> list[float]:
+    """Seconds from act() to each session's next finished run, which the server pushes (no session asks)."""
+    done = [float("nan")] * len(sessions)
+
+    def wait(i: int) -> None:
+        sessions[i]._read_run(time.perf_counter(), whole=True)
+        done[i] = time.perf_counter()
+
+    threads = [threading.Thread(target=wait, args=(i,), daemon=True) for i in range(len(sessions))]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    act()
+    for thread in threads:
+        thread.join(120)
+    return [t - start for t in done]
+
+
+def submit(session: Session, field: str, text: str, button: str):
+    """Type `text` into the form field `field` and press the form's `button`, as the browser sends a form."""
+    box = session.widgets[field].id
+    session.states[box] = WidgetState(id=box, string_value=text)
+    return session.press(button)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--followers", type=int, default=100)
+    parser.add_argument("--changes", type=int, default=5)
+    parser.add_argument("--explorers", type=int, default=5)
+    args = parser.parse_args()
+
+    server = Server(ROOT / "app.py", ROOT, env={"HOW_LMS_LECTURE_KEY": KEY})
+    try:
+        wait_started(server, server.url, BOOT_S)
+        first = Session(server.url)
+        first.open("")  # the first visit starts the server's thread that computes the default views (ui/defaults.py)
+        first.close()
+        server.wait_idle()  # a warm server, as a class finds it
+        lecturer = Session(server.url)
+        lecturer.open(PAGE)
+        run = submit(lecturer, "_lecture_key_text", KEY, "Start the lecture")
+        code = re.search(r"`([A-Z0-9]{5})`", next(t for t in run.texts if t.startswith("### Join code:"))).group(1)
+        followers = [Session(server.url) for _ in range(args.followers)]
+        for follower in followers:
+            follower.open(PAGE, {"join": code})
+        explorers = [Session(server.url) for _ in range(args.explorers)]
+        for explorer in explorers:
+            explorer.open(EXPLORED)
+        lecturer.idle(3)  # the lecturer's bar, pushed again as followers arrived: read and dropped
+
+        cpu = server.cpu_s()
+        time.sleep(IDLE_S)
+        waiting_cores = (server.cpu_s() - cpu) / IDLE_S
+
+        lags, explored, stop = [], [], threading.Event()
+
+        def explore(session: Session) -> None:
+            value = 64
+            while not stop.is_set():
+                value = 32 if value == 64 else 64
+                explored.append(session.change(EXPLORED_CONTROL, value).seconds)
+                time.sleep(1.0)
+
+        explorer_threads = [threading.Thread(target=explore, args=(s,), daemon=True) for s in explorers]
+        for thread in explorer_threads:
+            thread.start()
+        for value in range(1, args.changes + 1):
+            lags += pushed(followers, lambda value=value: lecturer.change(CONTROL, value))
+            time.sleep(1.0)
+        stop.set()
+        for thread in explorer_threads:
+            thread.join(30)
+
+        pushed(followers, lambda: lecturer.press("_lecture_ask"))  # the question card reaches every follower
+        answer_start = time.perf_counter()
+        answering = [threading.Thread(target=submit, args=(f, "_lecture_number_1", str(i % 7), "Answer"),
+                                      daemon=True) for i, f in enumerate(followers)]
+        for thread in answering:
+            thread.start()
+        for thread in answering:
+            thread.join(60)
+        answer_s = time.perf_counter() - answer_start
+        lecturer.idle(COUNT_SETTLE_S)
+        counted = int(re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts)).group(1))
+        lecturer.idle(COUNT_SETTLE_S)
+        reveal = pushed(followers, lambda: lecturer.press("_lecture_reveal"))
+        for session in (lecturer, *followers, *explorers):
+            session.close()
+    finally:
+        server.stop()
+
+    measured = {
+        "lag_p50_s": round(percentile(lags, 50), 3), "lag_p95_s": round(percentile(lags, 95), 3),
+        "lag_max_s": round(max(lags), 3),
+        "explorer_p95_s": round(percentile(explored, 95), 3) if explored else None,
+        "waiting_cores_per_100": round(waiting_cores * 100 / args.followers, 4),
+        "answers_sent": args.followers, "answers_counted": counted, "answering_s": round(answer_s, 2),
+        "reveal_p95_s": round(percentile(reveal, 95), 3),
+    }
+    failures = [f"{name} {measured[name]} > {bound}" for name, bound in TARGETS.items()
+                if measured[name] is not None and measured[name] > bound]
+    if counted != args.followers:
+        failures.append(f"answers counted {counted} of {args.followers}")
+    print(*(f"{k}: {v}" for k, v in measured.items()), sep="\n")
+    return finish("lecture", {
+        "measured": measured, "targets": TARGETS, "followers": args.followers, "changes": args.changes,
+        "explorers": args.explorers, "page": PAGE,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "python": platform.python_version(),
+        "streamlit": version("streamlit"), "torch": version("torch"),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }, failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

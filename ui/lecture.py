@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit import runtime
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSessionState
-from streamlit import runtime
 from streamlit.runtime.scriptrunner import RerunData, get_script_run_ctx
 
 from serve.lectures import CODE_ALPHABET, CODE_LENGTH, LectureError, Lectures, LocalRedis, Question, Snapshot, View

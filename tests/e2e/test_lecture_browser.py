@@ -16,8 +16,16 @@ from benchmarks.protocol import Session
 from harness.accessibility import axe_violations, blocking
 from serve.process import Server
 from serve.replicas import REDIS_SERVER, Store
-from tests.e2e.conftest import HAVE_CHROMIUM, NO_CHROMIUM, ROOT, assert_no_exception, new_tab, open_url, screenshot, \
-    settle
+from tests.e2e.conftest import (
+    HAVE_CHROMIUM,
+    NO_CHROMIUM,
+    ROOT,
+    assert_no_exception,
+    new_tab,
+    open_url,
+    screenshot,
+    settle,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 KEY = "a-lecturer-key-for-tests"

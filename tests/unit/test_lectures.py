@@ -13,8 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from serve.lectures import CODE_ALPHABET, CODE_LENGTH, MAX_CHANGES, REPLICA_S, LectureError, Lectures, LocalRedis, \
-    Question, View
+from serve.lectures import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    MAX_CHANGES,
+    REPLICA_S,
+    LectureError,
+    Lectures,
+    LocalRedis,
+    Question,
+    View,
+)
 from serve.process import free_port
 
 REDIS_SERVER = Path("/usr/bin/redis-server")

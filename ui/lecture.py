@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit import runtime
+from streamlit.logger import get_logger
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSessionState
 from streamlit.runtime.scriptrunner import RerunData, get_script_run_ctx
@@ -32,6 +33,7 @@ from ui.catalog import BY_SLUG
 from ui.page import DRAWN_PARAMS, JOIN
 from ui.questions import QUESTIONS
 
+LOG = get_logger("how_lms.lecture")
 TOKEN = "_lecture_token"  # session state: (code, token) of the lecture this session leads; never sent to a browser
 FOLLOW = "_lecture_follow"  # session state: {"code", "applied": the view version last moved to, "following"}
 TRIES = "_lecture_key_tries"  # session state: times of this session's wrong lecturer keys
@@ -113,11 +115,14 @@ class _Sessions:
 
     def _tick(self) -> None:
         while True:
-            self.lectures.alive()
-            with self._lock:
-                gone = [(code, s) for code, sessions in self._roles.items() for s in sessions if not _active(s)]
-            for code, session in gone:
-                self.leave(code, session)
+            try:
+                self.lectures.alive()
+                with self._lock:
+                    gone = [(code, s) for code, sessions in self._roles.items() for s in sessions if not _active(s)]
+                for code, session in gone:
+                    self.leave(code, session)
+            except Exception:  # Redis restarting: the next tick tries again, the thread goes on
+                LOG.exception("The lectures' presence tick failed")
             time.sleep(TICK_S)
 
 

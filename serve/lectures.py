@@ -150,6 +150,8 @@ def _redis_listen(client, listener: Callable[[str], None]) -> None:
     subscribes again when Redis comes back after a restart."""
     import redis
 
+    pause = threading.Event()  # never set: its wait is the pause between tries (time.sleep may be patched in tests)
+
     def run() -> None:
         while True:
             try:
@@ -158,7 +160,7 @@ def _redis_listen(client, listener: Callable[[str], None]) -> None:
                 for message in pubsub.listen():
                     listener(message["data"])
             except redis.ConnectionError:
-                time.sleep(1.0)
+                pause.wait(1.0)
 
     threading.Thread(target=run, name="lecture-listen", daemon=True).start()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import websocket
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -49,6 +49,7 @@ class Run:
     widgets: dict[str, Widget]  # by key, the controls the run drew
     texts: list[str]  # markdown, headings, captions and alerts, in order (for tests)
     received_bytes: int
+    run_id: str = ""  # the server's id of the run (new_session's): one id on two sessions is one run sent to both
 
 
 @dataclass
@@ -152,7 +153,7 @@ class Session:
 
     def _read_run(self, start: float, whole: bool) -> Run:
         widgets: dict[str, Widget] = {}
-        exceptions, texts, received = [], [], 0
+        exceptions, texts, received, run_id = [], [], 0, ""
         while True:
             frame = self._socket.recv()
             received += len(frame)
@@ -166,8 +167,11 @@ class Session:
                 self._cache[message.hash] = message
             if kind == "new_session":
                 self.page_hash = message.new_session.page_script_hash or self.page_hash
+                run_id = message.metadata.run.script_run_id
             elif kind == "navigation":
                 self.page_hash = message.navigation.page_script_hash or self.page_hash
+            elif kind == "page_info_changed":  # the run wrote the URL: the browser's next request carries it
+                self.query = dict(parse_qsl(message.page_info_changed.query_string, keep_blank_values=True))
             elif kind == "page_not_found":
                 texts.append(f"page not found: {message.page_not_found.page_name}")
             elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
@@ -178,7 +182,7 @@ class Session:
                     continue
                 # a fragment's run draws only its own controls; a run that stopped early may draw none
                 self.widgets = widgets if whole and widgets else self.widgets | widgets
-                return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received)
+                return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received, run_id)
 
 
 def _read_element(delta, widgets: dict[str, Widget], exceptions: list[str], texts: list[str]) -> None:

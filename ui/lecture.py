@@ -17,14 +17,14 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit import runtime
 from streamlit.logger import get_logger
 from streamlit.proto.ClientState_pb2 import ClientState
-from streamlit.runtime.app_session import AppSessionState
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.scriptrunner import RerunData, get_script_run_ctx
 
 from serve.lectures import CODE_ALPHABET, CODE_LENGTH, LectureError, Lectures, LocalRedis, Question, Snapshot, View
@@ -32,6 +32,8 @@ from ui import settings
 from ui.catalog import BY_SLUG
 from ui.page import DRAWN_PARAMS, JOIN
 from ui.questions import QUESTIONS
+from ui.replay import Groups
+from ui.replay import app_session as _app_session
 
 LOG = get_logger("how_lms.lecture")
 TOKEN = "_lecture_token"  # session state: (code, token) of the lecture this session leads; never sent to a browser
@@ -66,6 +68,7 @@ class _Sessions:
         self._roles: dict[str, dict[str, str]] = {}  # code -> session id -> role
         self._counted: dict[str, float] = {}  # session id -> when the lecturer was last rerun for the counts
         self._pending: set[str] = set()  # lecturers with a count rerun set
+        self._groups = Groups(_rerun, _following, self._adopt)
         lectures.listen(self.heard)
         threading.Thread(target=self._tick, name="lecture-presence", daemon=True).start()
 
@@ -81,17 +84,42 @@ class _Sessions:
         self.lectures.leave(code, session)
 
     def heard(self, code: str, what: str) -> None:
-        """A lecture changed (on any replica): rerun the sessions here that show what changed."""
+        """A lecture changed (on any replica): rerun the sessions here that show what changed. The followers' runs
+        are shared: one per group of followers whose screens would show the same (ui/replay.py)."""
         wakes = {"view": {"follow"}, "question": {"follow", "away"}, "end": {"follow", "away"},
                  "count": {"lead"}}[what]
         with self._lock:
             lectures = self._roles.values() if code == "*" else [self._roles.get(code, {})]
-            sessions = [s for roles in lectures for s, role in roles.items() if role in wakes]
-        for session in sessions:
+            sessions = [(s, role) for roles in lectures for s, role in roles.items() if role in wakes]
+        followers = []
+        for session, role in sessions:
             if what == "count":
                 self._count(session)
+            elif role == "follow" and code != "*":
+                followers.append(session)
             else:
                 _rerun(session)
+        if followers:
+            self._groups.run(followers, self._screen(code))
+
+    def _screen(self, code: str) -> Callable[[AppSession], Hashable | None]:
+        """What a follower's run draws besides the lecture's view: the page and URL it starts from (lecture mode is
+        in the URL), its lecture state, and its answer to the open question."""
+        lecture = self.lectures.snapshot(code)
+        given = self.lectures.answers(code, lecture.question.number) if lecture and lecture.question else {}
+
+        def screen(session: AppSession) -> Hashable | None:
+            if (state := _follow_state(session)) is None:
+                return None
+            client = session._client_state
+            return client.page_script_hash, client.query_string, tuple(sorted(state.items())), given.get(session.id)
+        return screen
+
+    def _adopt(self, session: AppSession, first: AppSession) -> None:
+        """A follower shown `first`'s run takes the lecture state that run left, and is present where first is."""
+        theirs = _follow_state(first)
+        _follow_state(session).update(theirs)
+        self.lectures.present(theirs["code"], session.id, theirs["following"], theirs["page"])
 
     def _count(self, session: str) -> None:
         """Rerun the lecturer for new counts, at most once a COUNT_EVERY_S (100 answers are a few reruns, not 100),
@@ -126,12 +154,13 @@ class _Sessions:
             time.sleep(TICK_S)
 
 
-def _app_session(session: str):
-    """The AppSession of a connected session, or None (closed, or no server: an AppTest)."""
-    if not runtime.exists():
-        return None
-    info = runtime.get_instance()._session_mgr.get_active_session_info(session)
-    return info and info.session
+def _follow_state(session: AppSession) -> dict | None:
+    """A session's FOLLOW state read from outside its runs (by the lecture's listener, or on the event loop)."""
+    return session.session_state[FOLLOW] if FOLLOW in session.session_state else None
+
+
+def _following(session: AppSession) -> bool:
+    return (state := _follow_state(session)) is not None and state["following"]
 
 
 def _active(session: str) -> bool:
@@ -432,6 +461,7 @@ def settle(slug: str) -> None:
         return
     # judged only against the view this session moved to: a newer one is on its way here, and moves it
     touched = lecture.version == state["applied"] and lecture.view not in (None, shown_view(slug))
+    state["page"] = slug
     if touched and state["following"]:
         state["following"] = False
         sessions.enter(state["code"], _session_id(), "away")

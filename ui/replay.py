@@ -1,0 +1,143 @@
+"""A lecture's change run once for a whole group of followers: the first of them runs the page as before, and what
+its run sent goes to every other follower whose screen showed the same thing, without running the page again.
+
+A class of 100 on one process had each follower run the lecturer's new page itself: 100 runs of the same page at the
+same settings, one at a time under the interpreter's lock, so the last student saw it about 12 s after the lecturer
+(benchmarks.lecture). A group here is the sessions with the same page and URL (so the same lecture mode) and the
+same lecture state (following, the view last moved to, the answer given to the open question): their runs would
+send the same messages. The first one's messages, from the start of its last run to its finish, are sent to the
+others, and their sessions are left as that run left its own: the page and URL a rerun starts from, the lecture
+state, the values of its widgets (which their browsers, shown the same widgets, send back from then on), the files
+its download buttons serve.
+
+A session that is running, or whose screen or lecture state changed meanwhile, or a run that did not finish, or one
+that made a table whose rows are served to its own session only (Streamlit's lazy dataframes): each such session
+runs itself, as before.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+
+from streamlit import runtime
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
+from streamlit.runtime.app_session import AppSession, AppSessionState
+
+WAIT_S = 10.0  # how long the others wait for the first session's run before each runs itself
+
+
+def _idle(session: AppSession) -> bool:
+    return session._state == AppSessionState.APP_NOT_RUNNING and session._scriptrunner is None
+
+
+class _Recording:
+    """The messages of a session's next run that finishes (a run cut short to move to another page, as a follower's
+    first run is, starts the recording again), handed to `done`, or None when the run failed or stopped."""
+
+    def __init__(self, session: AppSession, done: Callable[[list[ForwardMsg] | None], None]):
+        self.messages: list[ForwardMsg] = []
+        self._session, self._done = session, done
+        session._enqueue_forward_msg = self._record  # the instance's own, over AppSession's method
+
+    def _record(self, message: ForwardMsg) -> None:
+        AppSession._enqueue_forward_msg(self._session, message)
+        kind = message.WhichOneof("type")
+        if kind == "new_session":
+            self.messages = []
+        self.messages.append(message)
+        if kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            del self._session._enqueue_forward_msg
+            whole = message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY and not any(map(_lazy, self.messages))
+            self._done(self.messages if whole else None)
+
+
+def _lazy(message: ForwardMsg) -> bool:
+    element = message.delta.new_element
+    return element.WhichOneof("type") == "dataframe" and element.dataframe.HasField("lazy_data")
+
+
+class Groups:
+    """Runs a change for sessions grouped by a key: `rerun(id)` for the first of each group, a copy of its run for
+    the others once `ran(first)` says the run left it in the state it was run for; `adopt(other, first)` then gives
+    each other session the first one's own state."""
+
+    def __init__(self, rerun: Callable[[str], None], ran: Callable[[AppSession], bool],
+                 adopt: Callable[[AppSession, AppSession], None]):
+        self._rerun, self._ran, self._adopt = rerun, ran, adopt
+        self._lock = threading.Lock()
+        self._waiting: dict[str, object] = {}  # session id -> the run it waits for (a newer change replaces it)
+
+    def run(self, session_ids: list[str], key: Callable[[AppSession], Hashable | None]) -> None:
+        """Run the change for each session: grouped by key(session), alone where that is None."""
+        groups: dict[Hashable, list[AppSession]] = {}
+        for session_id in session_ids:
+            if (session := app_session(session_id)) is None:
+                continue
+            group = key(session) if _idle(session) else None
+            if group is None:
+                with self._lock:
+                    self._waiting.pop(session_id, None)
+                self._rerun(session_id)
+            else:
+                groups.setdefault(group, []).append(session)
+        for group, (first, *others) in groups.items():
+            batch = object()
+            with self._lock:
+                self._waiting.pop(first.id, None)
+                self._waiting.update((other.id, batch) for other in others)
+            if others:
+                _Recording(first, lambda messages, first=first, others=others, same=(key, group), batch=batch:
+                           self._send(messages, first, others, same, batch))
+                # a first session closed mid-run sends no finish: the others then run themselves
+                threading.Timer(WAIT_S, self._send, (None, first, others, (key, group), batch)).start()
+            self._rerun(first.id)
+
+    def _send(self, messages: list[ForwardMsg] | None, first: AppSession, others: list[AppSession],
+              same: tuple[Callable, Hashable], batch: object) -> None:
+        """On the event loop, after the first session's run: its messages to each other session still waiting for
+        this run and still as it was; a run of its own for the rest."""
+        with self._lock:
+            mine = [s for s in others if self._waiting.get(s.id) is batch]
+            for session in mine:
+                del self._waiting[session.id]
+        copied, (key, group) = messages is not None and self._ran(first), same
+        values = WidgetStates(widgets=first.session_state.get_widget_states()) if copied else None
+        for session in mine:
+            if copied:  # one session at a time on the event loop, so that other sessions' messages go out between
+                first._event_loop.call_soon(self._copy, messages, values, first, session, key, group)
+            else:
+                self._rerun(session.id)
+
+    def _copy(self, messages: list[ForwardMsg], values: WidgetStates, first: AppSession, session: AppSession,
+              key: Callable, group: Hashable) -> None:
+        if not _idle(session) or key(session) != group:
+            self._rerun(session.id)
+            return
+        for message in messages:
+            if message.WhichOneof("type") == "new_session":  # the one message that names its session
+                message = _copied(message)
+                message.new_session.initialize.session_id = session.id
+                session._client_state.page_script_hash = message.new_session.page_script_hash
+            elif message.WhichOneof("type") == "page_info_changed":
+                session._client_state.query_string = message.page_info_changed.query_string
+            session._enqueue_forward_msg(message)  # shared, unchanged: the queue and the socket only read it
+        session._enqueue_forward_msg(session._create_session_status_changed_message())  # not running: it never was
+        session.session_state.set_widgets_from_proto(values)
+        files = runtime.get_instance().media_file_mgr
+        with files._lock:  # the download buttons' files, kept while this session shows them too
+            if (served := files._files_by_session_and_coord.get(first.id)) is not None:
+                files._files_by_session_and_coord[session.id] = dict(served)
+        self._adopt(session, first)
+
+
+def _copied(message: ForwardMsg) -> ForwardMsg:
+    copy = ForwardMsg()
+    copy.CopyFrom(message)
+    return copy
+
+
+def app_session(session_id: str) -> AppSession | None:
+    """The AppSession of a connected session, or None (closed, or no server: an AppTest)."""
+    info = runtime.get_instance()._session_mgr.get_active_session_info(session_id) if runtime.exists() else None
+    return info and info.session

@@ -7,7 +7,13 @@ question answered by every follower within a few seconds (every answer counted e
 lecturer's bar); the reveal reaching every follower (p95). Targets: lag p95 <= 2 s, explorers' p95 <= 1 s, waiting
 followers <= 0.1 core per 100, answers exact, reveal p95 <= 2 s. Recorded in benchmarks/results/lecture.json.
 
-Usage: python -m benchmarks.lecture [--followers 100] [--changes 5] [--explorers 5]
+With --replicas 2: the replicas share the lecture through a redis-server (serve/replicas.py's Store), the lecturer
+on the first, the followers spread over all; after the answers the last replica is killed (SIGKILL), its followers
+open the link again on the first (as the proxy sends a reconnecting browser to a live replica: at once here, so
+`follow_again_s` is the server's part) and follow; the answers are counted again before the reveal. Recorded in
+benchmarks/results/lecture_replicas.json.
+
+Usage: python -m benchmarks.lecture [--followers 100] [--changes 5] [--explorers 5] [--replicas 1]
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import argparse
 import os
 import platform
 import re
+import signal
 import statistics
 import sys
 import threading
@@ -27,12 +34,14 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from benchmarks import ROOT, finish
 from benchmarks.protocol import Session
 from serve.process import BOOT_S, Server, wait_started
+from serve.replicas import Store
 
 KEY = "a-lecturer-key-for-the-benchmark"
 PAGE, CONTROL = "flash_attention", "seed"  # a page with questions; the lecturer steps its seed
 EXPLORED, EXPLORED_CONTROL = "sinusoidal", "d"
 IDLE_S = 10.0  # followers waiting, nothing changing: the server's CPU over this long
 COUNT_SETTLE_S = 2.0  # the lecturer's bar is redrawn at most once a second while answers arrive
+FOLLOW_AGAIN_S = 10.0  # a killed replica's followers follow again within this
 TARGETS = {"lag_p95_s": 2.0, "explorer_p95_s": 1.0, "waiting_cores_per_100": 0.1, "reveal_p95_s": 2.0}
 
 
@@ -65,25 +74,55 @@ def submit(session: Session, field: str, text: str, button: str):
     return session.press(button)
 
 
+def answered(lecturer: Session) -> int:
+    """The count of answers on the lecturer's bar."""
+    return int(re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts)).group(1))
+
+
+def kill_and_come_back(victim: Server, survivor: Server, followers: list[Session], code: str) -> dict:
+    """SIGKILL one replica; each of its followers opens the lecture's link on the survivor: seconds from the kill
+    to that run finished, and whether it follows."""
+    theirs = [f for f in followers if f.base_url == victim.url]
+    os.killpg(victim.proc.pid, signal.SIGKILL)
+    victim.proc.wait()
+    killed_at, again = time.perf_counter(), []
+    for follower in theirs:
+        follower.close()
+        follower.base_url = survivor.url
+        run = follower.open(PAGE, {"join": code})
+        again.append(time.perf_counter() - killed_at)
+        if not any(t.startswith("Following lecture") for t in run.texts):
+            raise RuntimeError(f"a follower of the killed replica does not follow again: {run.texts}")
+    return {"moved_followers": len(theirs), "follow_again_p95_s": round(percentile(again, 95), 3),
+            "follow_again_max_s": round(max(again), 3)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followers", type=int, default=100)
     parser.add_argument("--changes", type=int, default=5)
     parser.add_argument("--explorers", type=int, default=5)
+    parser.add_argument("--replicas", type=int, default=1)
     args = parser.parse_args()
 
-    server = Server(ROOT / "app.py", ROOT, env={"HOW_LMS_LECTURE_KEY": KEY})
+    store = Store() if args.replicas > 1 else None
+    env = {"HOW_LMS_LECTURE_KEY": KEY} | ({"HOW_LMS_REDIS": store.url} if store else {})
+    servers, killed = [], {}
     try:
-        wait_started(server, server.url, BOOT_S)
-        first = Session(server.url)
-        first.open("")  # the first visit starts the server's thread that computes the default views (ui/defaults.py)
-        first.close()
-        server.wait_idle()  # a warm server, as a class finds it
+        for _ in range(args.replicas):
+            servers.append(server := Server(ROOT / "app.py", ROOT, env=env))
+            wait_started(server, server.url, BOOT_S)
+            first = Session(server.url)
+            first.open("")  # the first visit starts the thread that computes the default views (ui/defaults.py)
+            first.close()
+        for server in servers:
+            server.wait_idle()  # a warm server, as a class finds it
+        server = servers[0]
         lecturer = Session(server.url)
         lecturer.open(PAGE)
         run = submit(lecturer, "_lecture_key_text", KEY, "Start the lecture")
         code = re.search(r"`([A-Z0-9]{5})`", next(t for t in run.texts if t.startswith("### Join code:"))).group(1)
-        followers = [Session(server.url) for _ in range(args.followers)]
+        followers = [Session(servers[i % len(servers)].url) for i in range(args.followers)]
         for follower in followers:
             follower.open(PAGE, {"join": code})
         explorers = [Session(server.url) for _ in range(args.explorers)]
@@ -91,9 +130,9 @@ def main() -> int:
             explorer.open(EXPLORED)
         lecturer.idle(3)  # the lecturer's bar, pushed again as followers arrived: read and dropped
 
-        cpu = server.cpu_s()
+        cpu = sum(s.cpu_s() for s in servers)
         time.sleep(IDLE_S)
-        waiting_cores = (server.cpu_s() - cpu) / IDLE_S
+        waiting_cores = (sum(s.cpu_s() for s in servers) - cpu) / IDLE_S
 
         lags, explored, stop = [], [], threading.Event()
 
@@ -124,13 +163,17 @@ def main() -> int:
             thread.join(60)
         answer_s = time.perf_counter() - answer_start
         lecturer.idle(COUNT_SETTLE_S)
-        counted = int(re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts)).group(1))
+        counted = answered(lecturer)
+        if len(servers) > 1:
+            killed = kill_and_come_back(servers[-1], servers[0], followers, code)
+            killed["answers_counted_after_kill"] = answered(lecturer)
         lecturer.idle(COUNT_SETTLE_S)
         reveal = pushed(followers, lambda: lecturer.press("_lecture_reveal"))
         for session in (lecturer, *followers, *explorers):
             session.close()
     finally:
-        server.stop()
+        for process in (*servers, *([store] if store else [])):
+            process.stop()
 
     measured = {
         "lag_p50_s": round(percentile(lags, 50), 3), "lag_p95_s": round(percentile(lags, 95), 3),
@@ -138,16 +181,21 @@ def main() -> int:
         "explorer_p95_s": round(percentile(explored, 95), 3) if explored else None,
         "waiting_cores_per_100": round(waiting_cores * 100 / args.followers, 4),
         "answers_sent": args.followers, "answers_counted": counted, "answering_s": round(answer_s, 2),
-        "reveal_p95_s": round(percentile(reveal, 95), 3),
+        "reveal_p95_s": round(percentile(reveal, 95), 3), **killed,
     }
     failures = [f"{name} {measured[name]} > {bound}" for name, bound in TARGETS.items()
                 if measured[name] is not None and measured[name] > bound]
     if counted != args.followers:
         failures.append(f"answers counted {counted} of {args.followers}")
     print(*(f"{k}: {v}" for k, v in measured.items()), sep="\n")
-    return finish("lecture", {
-        "measured": measured, "targets": TARGETS, "followers": args.followers, "changes": args.changes,
-        "explorers": args.explorers, "page": PAGE,
+    if killed and killed["follow_again_max_s"] > FOLLOW_AGAIN_S:
+        failures.append(f"follow_again_max_s {killed['follow_again_max_s']} > {FOLLOW_AGAIN_S}")
+    if killed and killed["answers_counted_after_kill"] != args.followers:
+        failures.append(f"answers counted after the kill {killed['answers_counted_after_kill']} of {args.followers}")
+    return finish("lecture" if len(servers) == 1 else "lecture_replicas", {
+        "measured": measured, "targets": TARGETS | ({"follow_again_max_s": FOLLOW_AGAIN_S} if killed else {}),
+        "followers": args.followers, "changes": args.changes, "explorers": args.explorers, "replicas": len(servers),
+        "page": PAGE,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "python": platform.python_version(),
         "streamlit": version("streamlit"), "torch": version("torch"),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

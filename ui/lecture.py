@@ -271,7 +271,7 @@ def _lecturer_form(sessions: _Sessions) -> None:
     st.session_state[TRIES] = []
     if resume.strip():
         if (code := _code(resume)) is None or (token := sessions.lectures.resume(code)) is None:
-            st.error(f"No lecture is going with the code {resume.strip()[:12]!r}.", icon=":material/search_off:")
+            _no_lecture(resume)
             return
     else:
         code, token = sessions.lectures.start()
@@ -284,10 +284,14 @@ def _join(raw: str) -> None:
     code = _code(raw)
     lecture = code and _sessions().lectures.snapshot(code)
     if not lecture or lecture.ended:
-        st.error(f"No lecture is going with the code {raw.strip()[:12]!r}.", icon=":material/search_off:")
+        _no_lecture(raw)
         return
     st.query_params[JOIN] = code
     st.rerun()
+
+
+def _no_lecture(typed: str) -> None:
+    st.error(f"No lecture is going with the code {typed.strip()[:12]!r}.", icon=":material/search_off:")
 
 
 def _leave(sessions: _Sessions) -> None:
@@ -372,9 +376,10 @@ def _lecturer_bar(sessions: _Sessions, code: str, token: str, current: st.Page) 
                     sessions.lectures.reveal(code, token)
                     st.rerun()
             elif questions := QUESTIONS.get(current.url_path):
-                chosen = st.selectbox("Ask the class", [q.text for q in questions], key="_lecture_question")
+                texts = [q.text for q in questions]
+                chosen = st.selectbox("Ask the class", texts, key="_lecture_question")
                 if st.button("Ask", key="_lecture_ask", type="primary"):
-                    _ask(sessions, code, token, current.url_path, questions[[q.text for q in questions].index(chosen)])
+                    _ask(sessions, code, token, current.url_path, questions[texts.index(chosen)])
             st.download_button("Questions and answers (CSV)", sessions.lectures.questions_csv(code),
                                file_name=f"lecture-{code}.csv", mime="text/csv", key="_lecture_csv", on_click="ignore")
         if asked is not None and asked.revealed:

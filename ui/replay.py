@@ -16,6 +16,7 @@ runs itself, as before.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Hashable
 
@@ -87,21 +88,20 @@ class Groups:
                 self._waiting.pop(first.id, None)
                 self._waiting.update((other.id, batch) for other in others)
             if others:
-                _Recording(first, lambda messages, first=first, others=others, same=(key, group), batch=batch:
-                           self._send(messages, first, others, same, batch))
-                # a first session closed mid-run sends no finish: the others then run themselves
-                threading.Timer(WAIT_S, self._send, (None, first, others, (key, group), batch)).start()
+                send = functools.partial(self._send, first=first, others=others, key=key, group=group, batch=batch)
+                _Recording(first, send)
+                threading.Timer(WAIT_S, send, (None,)).start()  # a first session closed mid-run sends no finish
             self._rerun(first.id)
 
-    def _send(self, messages: list[ForwardMsg] | None, first: AppSession, others: list[AppSession],
-              same: tuple[Callable, Hashable], batch: object) -> None:
+    def _send(self, messages: list[ForwardMsg] | None, first: AppSession, others: list[AppSession], key: Callable,
+              group: Hashable, batch: object) -> None:
         """On the event loop, after the first session's run: its messages to each other session still waiting for
         this run and still as it was; a run of its own for the rest."""
         with self._lock:
             mine = [s for s in others if self._waiting.get(s.id) is batch]
             for session in mine:
                 del self._waiting[session.id]
-        copied, (key, group) = messages is not None and self._ran(first), same
+        copied = messages is not None and self._ran(first)
         values = WidgetStates(widgets=first.session_state.get_widget_states()) if copied else None
         for session in mine:
             if copied:  # one session at a time on the event loop, so that other sessions' messages go out between
@@ -115,11 +115,14 @@ class Groups:
             self._rerun(session.id)
             return
         for message in messages:
-            if message.WhichOneof("type") == "new_session":  # the one message that names its session
-                message = _copied(message)
-                message.new_session.initialize.session_id = session.id
-                session._client_state.page_script_hash = message.new_session.page_script_hash
-            elif message.WhichOneof("type") == "page_info_changed":
+            kind = message.WhichOneof("type")
+            if kind == "new_session":  # the one message that names its session: a copy of its own
+                own = ForwardMsg()
+                own.CopyFrom(message)
+                own.new_session.initialize.session_id = session.id
+                session._client_state.page_script_hash = own.new_session.page_script_hash
+                message = own
+            elif kind == "page_info_changed":
                 session._client_state.query_string = message.page_info_changed.query_string
             session._enqueue_forward_msg(message)  # shared, unchanged: the queue and the socket only read it
         session._enqueue_forward_msg(session._create_session_status_changed_message())  # not running: it never was
@@ -129,12 +132,6 @@ class Groups:
             if (served := files._files_by_session_and_coord.get(first.id)) is not None:
                 files._files_by_session_and_coord[session.id] = dict(served)
         self._adopt(session, first)
-
-
-def _copied(message: ForwardMsg) -> ForwardMsg:
-    copy = ForwardMsg()
-    copy.CopyFrom(message)
-    return copy
 
 
 def app_session(session_id: str) -> AppSession | None:

@@ -32,7 +32,7 @@ from importlib.metadata import version
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks import ROOT, finish
-from benchmarks.protocol import Session
+from benchmarks.protocol import Run, Session
 from serve.process import BOOT_S, Server, wait_started
 from serve.replicas import Store
 
@@ -49,22 +49,30 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def pushed(sessions: list[Session], act) -> list[float]:
-    """Seconds from act() to each session's next finished run, which the server pushes (no session asks)."""
-    done = [float("nan")] * len(sessions)
+def pushed(sessions: list[Session], act) -> list[Run | None]:
+    """act(), then each session's next run, which the server pushes (no session asks), its seconds counted from
+    act(); None for a session whose run did not come within 120 s."""
+    runs: list[Run | None] = [None] * len(sessions)
 
-    def wait(i: int) -> None:
-        sessions[i]._read_run(time.perf_counter(), whole=True)
-        done[i] = time.perf_counter()
+    def read(i: int) -> None:
+        runs[i] = sessions[i]._read_run(0.0, whole=True)  # seconds: the clock when it finished
 
-    threads = [threading.Thread(target=wait, args=(i,), daemon=True) for i in range(len(sessions))]
-    for thread in threads:
-        thread.start()
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(len(sessions))]
+    for reader in readers:
+        reader.start()
     start = time.perf_counter()
     act()
-    for thread in threads:
-        thread.join(120)
-    return [t - start for t in done]
+    for reader in readers:
+        reader.join(120)
+    for run in runs:
+        if run is not None:
+            run.seconds -= start
+    return runs
+
+
+def seconds(runs: list[Run | None]) -> list[float]:
+    """Each pushed run's seconds from the act; NaN for one that never came."""
+    return [float("nan") if run is None else run.seconds for run in runs]
 
 
 def submit(session: Session, field: str, text: str, button: str):
@@ -144,7 +152,7 @@ def main() -> int:
         time.sleep(IDLE_S)
         waiting_cores = (sum(s.cpu_s() for s in servers) - cpu) / IDLE_S
 
-        lags, explored, stop = [], [], threading.Event()
+        lag_s, explored, stop = [], [], threading.Event()
 
         def explore(session: Session) -> None:
             value = 64
@@ -157,7 +165,7 @@ def main() -> int:
         for thread in explorer_threads:
             thread.start()
         for value in range(1, args.changes + 1):
-            lags += pushed(followers, lambda value=value: lecturer.change(CONTROL, value))
+            lag_s += seconds(pushed(followers, lambda value=value: lecturer.change(CONTROL, value)))
             time.sleep(1.0)
         stop.set()
         for thread in explorer_threads:
@@ -178,7 +186,7 @@ def main() -> int:
             killed = kill_and_come_back(servers[-1], servers[0], followers, code)
             killed["answers_counted_after_kill"] = answered(lecturer)
         lecturer.idle(COUNT_SETTLE_S)
-        reveal = pushed(followers, lambda: lecturer.press("_lecture_reveal"))
+        reveal = seconds(pushed(followers, lambda: lecturer.press("_lecture_reveal")))
         for session in (lecturer, *followers, *explorers):
             session.close()
     finally:
@@ -186,8 +194,8 @@ def main() -> int:
             process.stop()
 
     measured = {
-        "lag_p50_s": round(percentile(lags, 50), 3), "lag_p95_s": round(percentile(lags, 95), 3),
-        "lag_max_s": round(max(lags), 3),
+        "lag_p50_s": round(percentile(lag_s, 50), 3), "lag_p95_s": round(percentile(lag_s, 95), 3),
+        "lag_max_s": round(max(lag_s), 3),
         "explorer_p95_s": round(percentile(explored, 95), 3) if explored else None,
         "waiting_cores_per_100": round(waiting_cores * 100 / args.followers, 4),
         "answers_sent": args.followers, "answers_counted": counted, "answering_s": round(answer_s, 2),

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from benchmarks.lecture import pushed
 from benchmarks.protocol import Session
 from harness.accessibility import axe_violations, blocking
 from serve.process import Server
@@ -162,19 +162,6 @@ def lead(url: str) -> tuple[Session, str]:
     return lecturer, re.search(r"`([A-Z0-9]{5})`", shown).group(1)
 
 
-def pushed_runs(sessions: list[Session], act) -> list:
-    """act(), then each session's next run, which the server pushes to it."""
-    runs = [None] * len(sessions)
-    readers = [threading.Thread(target=lambda i=i: runs.__setitem__(i, sessions[i]._read_run(0.0, whole=True)))
-               for i in range(len(sessions))]
-    for reader in readers:
-        reader.start()
-    act()
-    for reader in readers:
-        reader.join(60)
-    return runs
-
-
 def test_followers_with_the_same_screen_share_one_run_and_stay_in_step(lecture_url):
     """ui/replay.py: one follower's run of a change is sent to the others whose screens matched (one run id), and
     leaves each of them as its own run would: the lecturer's settings in their URL and on the server, so that
@@ -185,26 +172,26 @@ def test_followers_with_the_same_screen_share_one_run_and_stay_in_step(lecture_u
     for follower in followers:
         follower.open("flash_attention", {"join": code})
     lecturer.idle(2)  # the lecturer's bar, pushed again as followers arrived
-    moved = pushed_runs(followers, lambda: lecturer.change("seed", 3))
+    moved = pushed(followers, lambda: lecturer.change("seed", 3))
     assert len({run.run_id for run in moved}) == 1 and len({tuple(run.texts) for run in moved}) == 1
     for follower in followers:
         assert list(follower.widgets["seed"].proto.value) == [3] and follower.query["seed"] == "3"
 
-    asked = pushed_runs(followers, lambda: lecturer.press("_lecture_ask"))
+    asked = pushed(followers, lambda: lecturer.press("_lecture_ask"))
     assert len({run.run_id for run in asked}) == 1
     for follower, typed in zip(followers, ("9", "9", "8"), strict=True):
         type_in(follower, "_lecture_number_1", typed)
         run = follower.press("Answer")
         assert any(t.startswith("Following lecture") for t in run.texts), run.texts  # answering is not stepping away
     lecturer.idle(2)
-    revealed = pushed_runs(followers, lambda: lecturer.press("_lecture_reveal"))
+    revealed = pushed(followers, lambda: lecturer.press("_lecture_reveal"))
     assert revealed[0].run_id == revealed[1].run_id != revealed[2].run_id
     answer = re.search(r"\*\*Answer: (\S+)\*\*", " ".join(revealed[0].texts)).group(1)
     for run, typed in zip(revealed, ("9", "9", "8"), strict=True):
         told = "you were right" if typed == answer else f"you answered {typed}"
         assert any(told in t for t in run.texts), (told, run.texts)
 
-    ended = pushed_runs(followers, lambda: lecturer.press("_lecture_end"))
+    ended = pushed(followers, lambda: lecturer.press("_lecture_end"))
     for follower, run in zip(followers, ended, strict=True):
         assert not any(t.startswith("Following lecture") for t in run.texts)
         assert list(follower.widgets["seed"].proto.value) == [3]  # the page as the lecture left it

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -24,9 +22,8 @@ from serve.lectures import (
     Question,
     View,
 )
-from serve.process import free_port
+from serve.replicas import REDIS_SERVER, Store
 
-REDIS_SERVER = Path("/usr/bin/redis-server")
 TILES = Question(0, "flash_attention", "How many tiles are skipped?", "number", (), "6", 0.0)
 ROPE = Question(0, "rope", "Does the score change?", "choice", ("Yes", "No"), "No", 0.0)
 
@@ -35,21 +32,9 @@ ROPE = Question(0, "rope", "Does the score change?", "choice", ("Yes", "No"), "N
 def redis_url():
     if not REDIS_SERVER.exists():
         pytest.skip("redis-server is missing (apt-get install -y redis-server): the Redis half of these tests needs it")
-    port = free_port()
-    server = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL)
-    import redis
-
-    client = redis.Redis(port=port, decode_responses=True)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(10)
+    store = Store()
+    yield store.url
+    store.stop()
 
 
 @pytest.fixture(params=["local", "redis"])

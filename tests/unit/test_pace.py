@@ -53,7 +53,11 @@ def test_a_long_debt_waits_at_most_the_longest_wait():
 def test_paced_counts_the_runs_own_processor_time_not_its_waiting(monkeypatch):
     state, slept = {}, []
     monkeypatch.setattr(pace, "st", type("FakeStreamlit", (), {"session_state": state, "toast": lambda *a, **k: None}))
-    monkeypatch.setattr(pace.time, "sleep", slept.append)  # the pacing's own waits, recorded instead of slept
+    # the pacing's own waits, recorded instead of slept; time.sleep is the process's, so another thread's sleep (a
+    # live lecture's ticker, started by an earlier test in this worker) is slept for real and not recorded
+    this_thread, real_sleep = threading.get_ident(), time.sleep
+    monkeypatch.setattr(pace.time, "sleep",
+                        lambda s: slept.append(s) if threading.get_ident() == this_thread else real_sleep(s))
     monkeypatch.setattr(pace, "BURST_S", 0.2)
     # a busy machine's longer runs refill next to nothing
     monkeypatch.setattr(pace.settings, "current", lambda: Settings(pace_share=0.01))

@@ -54,19 +54,21 @@ def run(kind: str, key: str, settings: Hashable, train: Callable[[Callable[[Any]
     The progress objects carry .fraction, .losses and .model; describe(progress) is the bar's text. settings and
     `reads` (the corpus, where settings do not name it) are the job's key: together, everything train reads.
     estimate: seconds, until a run of this kind has been timed on the server."""
-    chart, latest = None, None  # the live curve's place is made under the job's bar, at its first report
+    chart, latest, drawn = None, None, None  # the live curve's place is made under the job's bar, at its first report
 
     def work(report) -> Any:
         return train(lambda p: report(p.fraction, f"{describe(p)} · Stop to keep the model so far", p.model))
 
     def show(model) -> None:
-        nonlocal chart, latest
+        nonlocal chart, latest, drawn
         if chart is None:
             chart = st.empty()
         latest = model
         st.session_state[key] = (settings, model)
-        with chart:
-            loss_curve(model.losses, live=True, **curve)
+        if tuple(model.losses) != drawn:  # a report without a new loss would draw the same chart: one element id twice
+            drawn = tuple(model.losses)
+            with chart:
+                loss_curve(model.losses, live=True, **curve)
 
     try:
         model = queued.run(kind, repr((settings, reads)), work, "Training", estimate, show)

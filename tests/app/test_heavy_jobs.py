@@ -109,3 +109,29 @@ def test_the_live_loss_curve_and_the_trained_models_are_two_charts(monkeypatch):
     titles = [chart.proto.spec for chart in at.get("plotly_chart")]
     # the live curve gave way to the trained model's, drawn once
     assert sum('"Training loss"' in t for t in titles) == 1 and not any("Training loss so far" in t for t in titles)
+
+
+def test_a_report_that_repeats_the_losses_keeps_one_live_curve():
+    """A report without a new loss (a finished run's last one repeats the losses) drew the same live chart again in
+    the same run, and two charts of one figure share an element id: StreamlitDuplicateElementId, seen on the
+    GloVe page under a busy suite, where the page's loop saw both reports."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import time
+        from types import SimpleNamespace
+
+        from ui import queued, training
+
+        model = SimpleNamespace(losses=[1.0, 0.5], fraction_done=0.5, seconds=1.0)
+
+        def train(on_progress):
+            for fraction in (0.5, 1.0):
+                on_progress(SimpleNamespace(fraction=fraction, model=model))
+                time.sleep(3 * queued.TICK)  # the page's loop draws each report
+            return model
+
+        training.run("repeated-losses", "model", ("settings",), train, lambda p: "training", 1.0)
+
+    at = AppTest.from_function(page, default_timeout=30).run()
+    assert not at.exception, [e.message for e in at.exception]

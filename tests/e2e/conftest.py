@@ -1,14 +1,18 @@
 """The real app, served by `streamlit run` on a free local port, driven by Debian's chromium.
 
-The fixtures are module-scoped: each browser-test module starts one app and one browser and kills both at its
-end (one server for all modules left a page running for good after other modules' tests twice in five
-runs). The helpers live in harness/browser.py, shared with the README's pictures (benchmarks.screenshots), and
-wait the way Streamlit's own e2e tests do.
+Each browser-test module starts one browser and kills it at its end. The modules that take the app as it is served
+share one app server per pytest-xdist worker, so its caches stay warm from module to module (each module's own server
+computed every page cold again, about 25 s of a core per walk through the pages). A module that trains, or starts
+its server in another environment, has a server of its own (`own_app_url`): one server for all modules once left the
+word2vec page running for good after the embeddings' tests. The helpers live in harness/browser.py, shared with the
+README's pictures (benchmarks.screenshots), and wait the way Streamlit's own e2e tests do.
 """
 from __future__ import annotations
 
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,20 +53,39 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-@pytest.fixture(scope="module")
-def app_url(request):
-    """`streamlit run app.py` on a free loopback port in its own process group, killed at teardown. When one of
-    the module's tests failed, the server's log (a page's traceback is there, not in the browser) is kept, and
-    the run's warnings say where."""
+@contextmanager
+def _served(request, name: str) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port in its own process group, killed at the end. When a test
+    failed meanwhile, the server's log (a page's traceback is there, not in the browser) is kept, and the run's
+    warnings say where."""
     server, failed_before = Server(ROOT / "app.py", ROOT), request.session.testsfailed
     try:
         yield server.url
     finally:
         if request.session.testsfailed > failed_before:
-            kept = Path(tempfile.gettempdir()) / f"server-{request.module.__name__}.log"
+            kept = Path(tempfile.gettempdir()) / f"server-{name}.log"
             kept.write_text(server.output())
-            warnings.warn(f"{request.module.__name__} failed: its server's log is {kept}", stacklevel=1)
+            warnings.warn(f"a test failed while {name} served: its server's log is {kept}", stacklevel=1)
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def _shared_url(request):
+    with _served(request, "shared") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def app_url(_shared_url):
+    """The app as it is served, shared with this worker's other modules that take it as it is."""
+    return _shared_url
+
+
+@pytest.fixture(scope="module")
+def own_app_url(request):
+    """A server of the module's own, started in the environment the module's fixtures have set by then."""
+    with _served(request, request.module.__name__) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,12 @@ def warm_server():
         yield
 
 
+@pytest.fixture(scope="module")
+def app_url(own_app_url):
+    """A cold server of the module's own, warming as it starts (warm_server is set first, as autouse)."""
+    return own_app_url
+
+
 async def arrive(url: str) -> dict:
     from playwright.async_api import async_playwright
 

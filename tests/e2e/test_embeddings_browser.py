@@ -34,6 +34,12 @@ def one_worker():
         yield
 
 
+@pytest.fixture(scope="module")
+def app_url(own_app_url):
+    """This module trains: a server of its own, started with its one worker (one_worker is set first, as autouse)."""
+    return own_app_url
+
+
 def query(tab) -> dict[str, list[str]]:
     return parse_qs(urlparse(tab.url).query)
 

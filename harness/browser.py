@@ -83,10 +83,17 @@ def settle(tab) -> None:
     while runs.finished <= runs.settled:
         assert time.monotonic() < deadline, f"no script run finished within {RUN_S} s on {tab.url}"
         tab.wait_for_timeout(20)  # lets playwright deliver the websocket's frames to the counter
+    drawn(tab)
+    runs.settled = runs.finished
+
+
+def drawn(tab) -> None:
+    """Wait until the browser has drawn what the server sent (two animation frames, no element still waiting for
+    its code) and the app is idle: what the page shows is the finished run's, not one in progress (whose elements
+    of the run before are faded), and no run of its own is to be waited for."""
     tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
     tab.wait_for_function(DRAWN, timeout=RUN_S * 1000)
-    runs.settled = runs.finished
 
 
 def open_url(tab, path: str) -> None:

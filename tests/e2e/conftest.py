@@ -22,6 +22,7 @@ from harness.browser import (  # noqa: F401 (the browser-test modules import the
     assert_clean,
     assert_no_exception,
     chromium,
+    drawn,
     go,
     new_tab,
     open_url,

@@ -71,15 +71,11 @@ def _served(request, name: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def _shared_url(request):
+def app_url(request):
+    """The app as it is served, shared by this worker's modules that take it as it is (the others override it with
+    own_app_url)."""
     with _served(request, "shared") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def app_url(_shared_url):
-    """The app as it is served, shared with this worker's other modules that take it as it is."""
-    return _shared_url
 
 
 @pytest.fixture(scope="module")

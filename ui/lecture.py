@@ -104,15 +104,20 @@ class _Sessions:
 
     def _screen(self, code: str) -> Callable[[AppSession], Hashable | None]:
         """What a follower's run draws besides the lecture's view: the page and URL it starts from (lecture mode is
-        in the URL), its lecture state, and its answer to the open question."""
+        in the URL), its lecture state, and its own line on the open question's card: its answer, or once revealed
+        only whether it was right (so that a class's reveal is two or three runs, not one per answer given)."""
         lecture = self.lectures.snapshot(code)
-        given = self.lectures.answers(code, lecture.question.number) if lecture and lecture.question else {}
+        asked = lecture.question if lecture else None
+        given = self.lectures.answers(code, asked.number) if asked else {}
+
+        def own(mine: str | None) -> Hashable:
+            return mine if mine is None or not asked.revealed else asked.right(mine)
 
         def screen(session: AppSession) -> Hashable | None:
             if (state := _follow_state(session)) is None:
                 return None
-            client = session._client_state
-            return client.page_script_hash, client.query_string, tuple(sorted(state.items())), given.get(session.id)
+            client, mine = session._client_state, own(given.get(session.id))
+            return client.page_script_hash, client.query_string, tuple(sorted(state.items())), mine
         return screen
 
     def _adopt(self, session: AppSession, first: AppSession) -> None:
@@ -439,7 +444,8 @@ def _question_card(sessions: _Sessions, code: str, asked: Question) -> None:
 def _distribution(asked: Question, given: Mapping[str, str], mine: str | None) -> None:
     counts = Counter(map(asked.shown, given.values()))
     right = sum(asked.right(value) for value in given.values())
-    told = "" if mine is None else " · you were right" if asked.right(mine) else f" · you answered {asked.shown(mine)}"
+    # whether this student was right, not their answer: the line is then one of three, and a reveal's run is shared
+    told = "" if mine is None else " · you were right" if asked.right(mine) else " · you were not right"
     st.markdown(f"**Answer: {asked.shown(asked.answer)}** · {right} of {len(given)} right{told}")
     st.bar_chart({"answers": dict(counts.most_common())}, horizontal=True, height=40 + 30 * len(counts))
 

@@ -7,8 +7,8 @@ same settings, one at a time under the interpreter's lock, so the last student s
 same lecture state (following, the view last moved to, the answer given to the open question): their runs would
 send the same messages. The first one's messages, from the start of its last run to its finish, are sent to the
 others, and their sessions are left as that run left its own: the page and URL a rerun starts from, the lecture
-state, the values of its widgets (which their browsers, shown the same widgets, send back from then on), the files
-its download buttons serve.
+state, the values of its widgets (which their browsers, shown the same widgets, send back from then on), its
+fragments (a control inside one reruns it alone), the files its download buttons serve.
 
 A session that is running, or whose screen or lecture state changed meanwhile, or a run that did not finish, or one
 that made a table whose rows are served to its own session only (Streamlit's lazy dataframes): each such session
@@ -127,11 +127,27 @@ class Groups:
             session._enqueue_forward_msg(message)  # shared, unchanged: the queue and the socket only read it
         session._enqueue_forward_msg(session._create_session_status_changed_message())  # not running: it never was
         session.session_state.set_widgets_from_proto(values)
+        _share_fragments(first, session)
         files = runtime.get_instance().media_file_mgr
         with files._lock:  # the download buttons' files, kept while this session shows them too
             if (served := files._files_by_session_and_coord.get(first.id)) is not None:
                 files._files_by_session_and_coord[session.id] = dict(served)
         self._adopt(session, first)
+
+
+def _share_fragments(first: AppSession, session: AppSession) -> None:
+    """The fragments first's run registered, in session's storage instead of its own: its browser now shows them,
+    and a control inside one reruns that fragment alone, looked up there (Streamlit skips one it cannot find, and
+    the control then does nothing). A fragment is a closure over its call's arguments and the cursors at its
+    call, the same for every session shown that run; each of its reruns reads the rerunning session's context."""
+    theirs, mine = first._fragment_storage, session._fragment_storage
+    with theirs._lock:  # the registry's own records, in the order first's run registered them
+        registered = [(key, theirs._fragments[key], theirs._parent_by_id.get(key), theirs._target_key_by_id.get(key),
+                       theirs._lifetime_by_id[key])
+                      for key in sorted(theirs._fragments, key=theirs._registration_sequence_by_id.__getitem__)]
+    mine.clear()
+    for key, fragment, parent, target, lifetime in registered:
+        mine.register(key, fragment, parent_fragment_id=parent, target_key=target, lifetime=lifetime)
 
 
 def app_session(session_id: str) -> AppSession | None:

@@ -207,6 +207,24 @@ def test_followers_with_the_same_screen_share_one_run_and_stay_in_step(lecture_u
         session.close()
 
 
+def test_a_follower_shown_a_shared_run_can_use_the_pages_fragments(lecture_url):
+    """A follower sent another's run of a page it never ran itself must still hold that page's fragments (here the
+    scaling page's single draw), or a control inside one reruns nothing (Streamlit skips an unknown fragment)."""
+    lecturer, code = lead(lecture_url)
+    followers = [Session(lecture_url, timeout_s=30) for _ in range(2)]  # a skipped fragment's run never finishes
+    for follower in followers:
+        follower.open("flash_attention", {"join": code})
+    lecturer.idle(2)
+    moved = pushed(followers, lambda: lecturer.open("scaling"))
+    assert len({run.run_id for run in moved}) == 1  # one ran, one was sent the run
+    for follower in followers:
+        sizes = follower.widgets["sample"].proto.options
+        run = follower.change("sample", sizes[0])
+        assert "One query, raw against scaled" in run.texts, run.texts
+    for session in (lecturer, *followers):
+        session.close()
+
+
 def test_nothing_but_the_key_makes_a_session_the_lecturer(lecture_url):
     lecturer, code = lead(lecture_url)
     buttons = [lecturer.widgets[key].id for key in ("_lecture_reveal", "_lecture_end", "_lecture_ask")

@@ -418,6 +418,7 @@ def _student_bar(sessions: _Sessions, lecture: Snapshot, state: dict) -> None:
             _question_card(sessions, lecture.code, asked)
 
 
+@st.fragment  # an answer reruns the card alone: a class answering at once is 100 small runs, not 100 of the page
 def _question_card(sessions: _Sessions, code: str, asked: Question) -> None:
     session = _session_id()
     mine = sessions.lectures.answers(code, asked.number).get(session)

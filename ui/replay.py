@@ -124,8 +124,11 @@ class Groups:
                 message = own
             elif kind == "page_info_changed":
                 session._client_state.query_string = message.page_info_changed.query_string
-            session._enqueue_forward_msg(message)  # shared, unchanged: the queue and the socket only read it
-        session._enqueue_forward_msg(session._create_session_status_changed_message())  # not running: it never was
+            session._browser_queue.enqueue(message)  # shared, unchanged: the queue and the socket only read it
+        session._browser_queue.enqueue(session._create_session_status_changed_message())  # not running: never was
+        # the sender wakes once for the run, not once per message (each wake-up writes to the loop's self-pipe)
+        if session._message_enqueued_callback is not None:
+            session._message_enqueued_callback()
         session.session_state.set_widgets_from_proto(values)
         _share_fragments(first, session)
         files = runtime.get_instance().media_file_mgr

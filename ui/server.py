@@ -41,9 +41,12 @@ import importlib
 import pkgutil
 from pathlib import Path
 
+import altair  # noqa: F401  (st.bar_chart, a live lecture's reveal: 0.15 s of a first import in a follower's run)
+import narwhals._interchange.series  # noqa: F401  (st.bar_chart's check of what kind of table it was given)
+import narwhals.stable.v1 as narwhals
 import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import numpy as np
-import pandas  # noqa: F401  (plotly and st.dataframe take it from sys.modules)
+import pandas  # plotly and st.dataframe take it from sys.modules
 import plotly.graph_objects as go
 import plotly.io as pio
 import pandas.core.arrays.arrow.extension_types  # noqa: F401  (reading a parquet file into pandas)
@@ -94,6 +97,12 @@ def _draw_each_kind() -> None:
     pio.to_json(go.Figure(spec), validate=False)
 
 
+def _read_a_table() -> None:
+    """Streamlit's built-in charts (st.bar_chart: a live lecture's reveal) read their table through narwhals, which
+    imports its pandas backend, a module per kind of column, at the first table."""
+    narwhals.from_native(pandas.DataFrame({"answers": [1]}), eager_only=True)
+
+
 def _compile_page_scripts() -> None:
     """Every page's script into the server's script cache (the one st.Page's run reads), as its first visitor
     would; imported outside a script run (a notebook, a unit test) there is no cache to fill."""
@@ -128,6 +137,7 @@ codecs.lookup("utf-32-le")  # WordVectors packs its words into code points throu
 if torch.cuda.is_available():
     importlib.import_module("engine.efficiency.triton_flash")
 _draw_each_kind()
+_read_a_table()
 _compile_page_scripts()
 _compile_kernels()
 torch.set_num_threads(1)

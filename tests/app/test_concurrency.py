@@ -53,6 +53,20 @@ for info in PAGES:
         raise SystemExit(f"{info.slug} raised: {[e.value for e in at.exception]} (else see the log)")
     imported[info.slug] = sorted(set(sys.modules) - before - locked)
     before = set(sys.modules)
+# a live lecture's question asked and revealed (its answers drawn as a bar chart) in a lecturer's run
+import dataclasses
+from ui import lecture, settings
+settings._read = [dataclasses.replace(settings.current(), lecture_key="a-lecturer-key-for-the-probe")]
+lecture._sessions.clear()
+lecturer = AppTest.from_file("app.py", default_timeout=120)
+lecturer.run()
+lecturer.switch_page("views/flash_attention.py").run()
+lecturer.text_input(key="_lecture_key_text").input("a-lecturer-key-for-the-probe")
+for label in ("Start the lecture", "Ask", "Reveal the answers"):
+    next(b for b in lecturer.button if b.label == label).click().run()
+if lecturer.exception or not [e for e in lecturer.markdown if str(e.value).startswith("**Answer:")]:
+    raise SystemExit(f"the lecture's reveal did not show: {[e.value for e in lecturer.exception]}")
+imported["a live lecture's reveal"] = sorted(set(sys.modules) - before - locked)
 from threadpoolctl import threadpool_info
 blas = {Path(lib["filepath"]).name: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
 print(json.dumps({"pages": imported, "locked": sorted(locked), "blas": blas}))

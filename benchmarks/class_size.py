@@ -11,9 +11,14 @@ Targets (issue 28): on a warm server the class opens its first pages with p95 <=
 students with p95 <= 1 s and 0 errors. Only loopback addresses are used; every phase is bounded in time.
 Issue 44's stress (--stress): five classes of 300 on one process, then 160 over two replicas with one killed mid-class
 and started again; no student meets an exception and no server logs one (class_size_stress.json).
+Issue 46's class in a live lecture (--followers N): a lecturer on the FlashAttention page moves the view, asks a
+question and reveals its answers in turn; N of the class follow (a tenth of them step away once by touching a control
+and come back), answer each question after a few seconds' thought, and the rest explore as above. Recorded: the lag
+from each lecturer's act to each follower's pushed run, the reveal's, the answers sent against those the lecturer's
+bar counts, the explorers' changes meanwhile (class_size_lecture.json).
 Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501
        --warmers 2] [--cold] [--trainers 30 --sizes 60] [--flooders 1 --sizes 50] [--replicas 2 [--kill-at 90]]
-       [--stress]
+       [--stress] [--followers 80 --sizes 100]
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import itertools
 import os
 import platform
 import random
+import re
 import signal
 import statistics
 import sys
@@ -36,7 +42,8 @@ from locust import User, task  # first: gevent patches sockets before anything o
 from locust.env import Environment
 
 from benchmarks import finish, smollm_present
-from benchmarks.protocol import RunFailed, Session
+from benchmarks.lecture import answered, submit
+from benchmarks.protocol import Run, RunFailed, Session
 from serve.process import CLK_TCK, Server, free_port
 from serve.replicas import Replicas
 from ui.catalog import PAGES
@@ -58,6 +65,16 @@ METHOD = ("each class arrives over {arrival:.0f} s, opening a tour stop or a pag
           f"exponential think time of mean {THINK_MEAN_S:.0f} s")
 # issue 44: the sizes at which a class met the parser's SystemError, several times over, and a replica killed
 STRESS_STUDENTS, STRESS_RUNS, STRESS_REPLICA_STUDENTS, KILL_AT_S = 300, 5, 160, 90.0
+# issue 46: the lecture a class follows, and its goals (the lag and the reveal as benchmarks.lecture's)
+LECTURE_KEY = "a-lecturer-key-for-the-class"
+LECTURE_PAGE, LECTURE_CONTROL = "flash_attention", "seed"  # a page with questions; the lecturer steps its seed
+LECTURE_ACTS = ("view", "ask", "reveal")  # the lecturer's acts, in turn
+PUSHED = {"view": "follow", "ask": "question", "reveal": "reveal"}  # what each act pushes to a follower, as recorded
+LECTURE_EVERY_S = 10.0  # between two acts: answers have this long before the reveal
+ANSWER_THINK_S = (2.0, 6.0)  # a follower reads a question this long before answering
+AWAY_SHARE = 0.1  # the followers who step away once (touch a control) and come back a think time later
+FOLLOW_WAIT_S = 30.0  # a follower's wait for a pushed run, read again after it
+LECTURE_TARGETS = {"follow_p95_s": 2.0, "reveal_p95_s": 2.0, "change_p95_s": 1.0, "errors": 0}
 # a server log's lines that mean a student met an error (the boundary logs what it caught, ui/boundary.py)
 LOG_MARKERS = {"tracebacks": "Traceback (most recent call last)", "uncaught": "Uncaught app execution",
                "caught_by_the_boundary": "Unexpected error on page", "system_errors": "SystemError"}
@@ -202,6 +219,118 @@ class Flooder(Student):
         super()._record("flood" if kind == "change" else kind, page, action)
 
 
+class Lecturer(Tab):
+    """The lecturer: starts a lecture on LECTURE_PAGE, and once the class has arrived, every LECTURE_EVERY_S moves
+    the view (its seed), asks the page's first question, or notes the count of answers its bar shows and reveals
+    them, in turn."""
+    abstract = True
+
+    def wait_time(self) -> float:
+        self.session.idle(LECTURE_EVERY_S)  # the bar's counts, pushed as answers arrive, are read and dropped
+        return 0.0
+
+    def on_start(self) -> None:
+        self.session, self.acts = Session(self.host, timeout_s=RUN_S), itertools.count()
+        self._record("open", LECTURE_PAGE, self._start)
+
+    def _start(self) -> Run:
+        self.session.open(LECTURE_PAGE)
+        run = submit(self.session, "_lecture_key_text", LECTURE_KEY, "Start the lecture")
+        self.lecture["code"] = re.search(r"`([A-Z0-9]{5})`", " ".join(run.texts)).group(1)
+        return run
+
+    @task
+    def act(self) -> None:
+        if not self.session.connected or "code" not in self.lecture:
+            return
+        self.session.idle(max(0.0, self.act_from - time.monotonic()))
+        n = next(self.acts)
+        kind = LECTURE_ACTS[n % len(LECTURE_ACTS)]
+        if kind == "reveal":
+            self.lecture["counted"].append(answered(self.session))
+        self.lecture["acts"].append((kind, time.perf_counter()))
+        press = {"ask": "_lecture_ask", "reveal": "_lecture_reveal"}.get(kind)
+        self._record(f"lecturer {kind}", LECTURE_PAGE, lambda: self.session.press(press) if press else
+                     self.session.change(LECTURE_CONTROL, 1 + n // len(LECTURE_ACTS)))
+
+
+class Follower(Tab):
+    """A student who opens the lecture's link and follows: each run the server pushes is timed from the lecturer's
+    last act, an open question is answered after a moment's thought, and AWAY_SHARE of the followers step away
+    once (touch a control) and press "Back to the lecture" a think time later."""
+    abstract = True
+
+    def wait_time(self) -> float:
+        return 0.0  # the follower's task waits for the server's next push
+
+    def on_start(self) -> None:
+        self.rng = random.Random(-2000 - next(self.numbers))
+        self.session = Session(self.host, timeout_s=RUN_S)
+        self.answered: set[str] = set()
+        self.away_once = self.rng.random() < AWAY_SHARE
+        deadline = time.monotonic() + RUN_S
+        while "code" not in self.lecture and time.monotonic() < deadline:
+            gevent.sleep(0.5)
+        self.link = {"join": self.lecture.get("code", "")}
+        self._record("open", LECTURE_PAGE, self._join)
+
+    def _join(self) -> Run:
+        run = self.session.open(LECTURE_PAGE, self.link)
+        if not any(text.startswith("Following lecture") for text in run.texts):
+            run.exceptions.append(f"not following after opening the lecture's link: {run.texts[:3]}")
+        self._answer(run)
+        return run
+
+    @task
+    def follow(self) -> None:
+        if not self.session.connected:
+            self._record("reopen", LECTURE_PAGE, self._join)
+            return
+        try:
+            run = self.session.pushed(FOLLOW_WAIT_S)
+        except RunFailed as failure:
+            self.environment.events.request.fire(request_type="follow", name=LECTURE_PAGE, response_length=0,
+                                                 exception=failure, response_time=0, context={})
+            return
+        if run is None:
+            return
+        act, at = self.lecture["acts"][-1] if self.lecture["acts"] else ("view", time.perf_counter() - run.seconds)
+        kind = PUSHED[act]
+        error = RuntimeError(f"{PAGE_EXCEPTION}: {run.exceptions[0][:200]}") if run.exceptions else None
+        lag_s = time.perf_counter() - at
+        self.environment.events.request.fire(request_type=kind, name=LECTURE_PAGE, response_length=run.received_bytes,
+                                             exception=error, response_time=1000 * lag_s, context={})
+        if self.away_once and kind == "follow" and "N" in self.session.widgets:
+            self.away_once = False
+            self._record("step away", LECTURE_PAGE, lambda: self.session.change("N", 32))
+            self.session.idle(self.rng.expovariate(1 / THINK_MEAN_S))
+            self._record("back", LECTURE_PAGE, self._back)
+        else:
+            self._answer(run)
+
+    def _back(self) -> Run:
+        run = self.session.press("_lecture_back")
+        if not any(text.startswith("Following lecture") for text in run.texts):
+            run.exceptions.append(f"not following after Back to the lecture: {run.texts[:3]}")
+        self._answer(run)
+        return run
+
+    def _answer(self, run: Run) -> None:
+        """Answer the open question the run shows, once (its numeric field, named by the question's number)."""
+        field = next((key for key in run.widgets if key.startswith("_lecture_number_")), None)
+        if field is None or field in self.answered:
+            return
+        self.answered.add(field)
+        self.session.idle(self.rng.uniform(*ANSWER_THINK_S))
+        self._record("answer", LECTURE_PAGE, lambda: self._send_answer(field))
+
+    def _send_answer(self, field: str) -> Run:
+        run = submit(self.session, field, str(self.rng.randint(0, 12)), "Answer")
+        if any(text.startswith("Your answer:") for text in run.texts):  # taken: the lecturer's bar counts it
+            self.lecture["sent"][field.rsplit("_", 1)[1]] += 1
+        return run
+
+
 def trained_models(models: list[tuple[int, str]]) -> dict:
     """Each dimension's trainers and the distinct models they were shown: one each, if they shared a job."""
     by_dim: dict[int, set[str]] = {}
@@ -270,18 +399,24 @@ def percentiles(entry) -> dict:
 
 
 def one_class(url: str, size: int, steady_s: float, server: Server | None, arrival_s: float = ARRIVAL_S,
-              trainers: int = 0, flooders: int = 0) -> dict:
+              trainers: int = 0, flooders: int = 0, followers: int = 0) -> dict:
     """size students arriving over arrival_s, then steady_s of control changes; latencies and server load.
-    trainers of them press Train together as the changes begin, flooders rerun without pause (the others move
-    controls)."""
+    trainers of them press Train together as the changes begin, flooders rerun without pause, followers follow a
+    lecturer (one more session) who acts once the class has arrived (the others move controls)."""
     opens: list[dict] = []  # every student's first page: when they arrived, which page, how long it took
     changes: list[dict] = []  # every control change: when, on which page, how long
     shared = {"host": url, "abstract": False, "opens": opens, "changes": changes, "class_start": time.monotonic()}
     student = type("Student", (Student,), {**shared, "numbers": itertools.count()})
     classes = [student]
     models: list[tuple[int, str]] = []
-    if trainers or flooders:
-        student.fixed_count = size - trainers - flooders
+    lecture = {"acts": [], "counted": [], "sent": Counter()}  # the acts' clocks, the bar's counts, answers taken
+    if trainers or flooders or followers:
+        student.fixed_count = size - trainers - flooders - followers
+    if followers:
+        classes += [type("Lecturer", (Lecturer,), {**shared, "fixed_count": 1, "lecture": lecture,
+                                                   "act_from": time.monotonic() + arrival_s + 5}),
+                    type("Follower", (Follower,), {**shared, "fixed_count": followers, "lecture": lecture,
+                                                   "numbers": itertools.count()})]
     if flooders:
         classes.append(type("Flooder", (Flooder,), {**shared, "fixed_count": flooders, "numbers": itertools.count()}))
     if trainers:
@@ -292,10 +427,11 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     runner = env.create_local_runner()
     before_mb = server.rss_mb() if server is not None else None
     with ServerSampler(server) as sampler:
-        runner.start(size, spawn_rate=size / arrival_s)
+        sessions = size + (1 if followers else 0)  # the lecturer comes first
+        runner.start(sessions, spawn_rate=sessions / arrival_s)
         gevent.sleep(arrival_s + 5)
         deadline = time.monotonic() + RUN_S
-        while len(opens) < size and time.monotonic() < deadline:  # the slowest first pages count too
+        while len(opens) < sessions and time.monotonic() < deadline:  # the slowest first pages count too
             gevent.sleep(0.5)
         arrived = percentiles(_merged(env, "open"))
         env.stats.reset_all()
@@ -337,6 +473,12 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
               **({"flooders": flooders, "flood": percentiles(_merged(env, "flood"))} if flooders else {}),
               **({"trainers": trainers, "train": percentiles(_merged(env, "train")),
                   "trained": trained_models(models)} if trainers else {}),
+              **({"followers": followers, "follow": percentiles(_merged(env, "follow")),
+                  "question": percentiles(_merged(env, "question")), "reveal": percentiles(_merged(env, "reveal")),
+                  "answer": percentiles(_merged(env, "answer")),
+                  "stepped_away": percentiles(_merged(env, "step away")), "back": percentiles(_merged(env, "back")),
+                  "answers": [{"question": n, "taken": lecture["sent"][str(n)], "counted_on_the_bar": counted}
+                              for n, counted in enumerate(lecture["counted"], start=1)]} if followers else {}),
               "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
                          "cores_max": max(cores, default=None),
                          "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),
@@ -349,6 +491,9 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
           f"{memory.get('rss_mb_after_leaving')} MiB {LEAVE_S} s after the class left; the load generator "
           f"{machine.get('client_cores_mean')} cores, the machine {machine.get('machine_busy_cores_mean')} busy and "
           f"{machine.get('stolen_cores_mean')} stolen")
+    if followers:
+        print(f"      {followers} following: lag p95 {result['follow'].get('p95_s')} s, reveal p95 "
+              f"{result['reveal'].get('p95_s')} s, answers taken and counted {result['answers']}")
     return result
 
 
@@ -435,7 +580,7 @@ def run_classes(served: Served, sizes: list[int], args: argparse.Namespace, warm
     for size in sizes:
         killer = kill_during(served, args.kill_at, kills) if args.kill_at else None
         classes.append(one_class(served.url, size, args.steady, served.server, args.arrival, args.trainers,
-                                 args.flooders))
+                                 args.flooders, args.followers))
         if killer is not None:
             killer.join()
     return {"classes": classes, "kills": kills, "server_log": served.log_lines()}
@@ -491,6 +636,9 @@ def main() -> int:
                         help="serve the classes from this many replicas behind HAProxy (python -m serve's)")
     parser.add_argument("--kill-at", type=float, default=0,
                         help="with --replicas: seconds into each class when replica r1 is killed and started again")
+    parser.add_argument("--followers", type=int, default=0,
+                        help="students of each class who follow a live lecture (a lecturer joins the class), "
+                             "written as class_size_lecture")
     parser.add_argument("--stress", action="store_true",
                         help=f"{STRESS_RUNS} classes of {STRESS_STUDENTS} on one process, then "
                              f"{STRESS_REPLICA_STUDENTS} over two replicas with one killed {KILL_AT_S:.0f} s in: "
@@ -499,6 +647,8 @@ def main() -> int:
     if args.kill_at and not args.replicas:
         parser.error("--kill-at needs --replicas")
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.followers:  # the servers this process starts read the key: the lecture is on
+        os.environ["HOW_LMS_LECTURE_KEY"] = LECTURE_KEY
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
@@ -529,8 +679,14 @@ def main() -> int:
     result |= {
         "method": f"Locust users speaking Streamlit's websocket protocol (benchmarks/protocol.py) against {served}, "
                   f"{'met cold, as soon as its port opened' if args.cold else 'warmed first'}; "
-                  + METHOD.format(arrival=args.arrival, steady=args.steady),
-        "targets": TARGETS, **run, "largest_class_within_1s_p95": knee,
+                  + METHOD.format(arrival=args.arrival, steady=args.steady)
+                  + (f"; {args.followers} of each class instead open a live lecture's link and follow it: the lecturer "
+                     f"(one more session, on {LECTURE_PAGE}) acts every {LECTURE_EVERY_S:.0f} s once the class has "
+                     f"arrived, in turn moving the view (its {LECTURE_CONTROL}), asking a question and revealing its "
+                     f"answers; a follower answers {ANSWER_THINK_S[0]:.0f}-{ANSWER_THINK_S[1]:.0f} s after a question "
+                     f"reaches it, and {AWAY_SHARE:.0%} of them step away once and come back; lag and reveal are "
+                     f"timed from the lecturer's act to each follower's pushed run" if args.followers else ""),
+        "targets": LECTURE_TARGETS if args.followers else TARGETS, **run, "largest_class_within_1s_p95": knee,
     }
     print(f"largest class with change p95 <= {TARGETS['change_p95_s']} s and no errors: {knee}")
     if args.trainers:  # issue 28: 30 press Train while 30 move controls; movers p95 <= 1 s, every training right
@@ -543,13 +699,21 @@ def main() -> int:
         failures = [f"{c['students']} students with {c['flooders']} rerunning flat out: the others' p95 "
                     f"{c['change'].get('p95_s')} s, {sum(c['errors'].values())} errors" for c in classes
                     if not within_targets(c)]
+    elif args.followers:  # issue 46: the class follows within 2 s, every answer counted once, the explorers as ever
+        failures = [f"{c['students']} students, {c['followers']} following: lag p95 {c['follow'].get('p95_s')} s, "
+                    f"reveal p95 {c['reveal'].get('p95_s')} s, explorers' p95 {c['change'].get('p95_s')} s, "
+                    f"{sum(c['errors'].values())} errors, answers {c['answers']}" for c in classes
+                    if c["follow"].get("p95_s", 99) > LECTURE_TARGETS["follow_p95_s"]
+                    or c["reveal"].get("p95_s", 99) > LECTURE_TARGETS["reveal_p95_s"] or not within_targets(c)
+                    or not c["answers"] or any(a["taken"] != a["counted_on_the_bar"] for a in c["answers"])]
     elif args.cold:  # a cold server is judged on its first pages (issue 28: 60 students, p95 <= 5 s)
         failures = [f"{c['students']} students on a cold server: first page p95 {c['open'].get('p95_s')} s, "
                     f"{sum(c['errors'].values())} errors" for c in classes
                     if c["open"].get("p95_s", 99) > COLD_OPEN_P95_S or c["errors"]]
     else:
         failures = [] if knee >= 100 else [f"largest class within targets {knee} < 100"]
-    return finish(args.name, result, failures)
+    return finish("class_size_lecture" if args.followers and args.name == "class_size" else args.name, result,
+                  failures)
 
 
 if __name__ == "__main__":

@@ -82,9 +82,10 @@ def submit(session: Session, field: str, text: str, button: str):
     return session.press(button)
 
 
-def answered(lecturer: Session) -> int:
-    """The count of answers on the lecturer's bar."""
-    return int(re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts)).group(1))
+def answered(lecturer: Session) -> int | None:
+    """The count of answers on the lecturer's bar; None when it shows no open question."""
+    count = re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts))
+    return count and int(count.group(1))
 
 
 def kill_and_come_back(victim: Server, survivor: Server, followers: list[Session], code: str) -> dict:

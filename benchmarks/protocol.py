@@ -102,6 +102,21 @@ class Session:
             if self._socket is not None:
                 self._socket.settimeout(self.timeout_s)
 
+    def pushed(self, wait_s: float) -> Run | None:
+        """The next run the server pushes without this tab asking (a live lecture's follower is moved, shown a
+        question, the reveal), its seconds counted from this call; None if none finishes within wait_s."""
+        self._socket.settimeout(wait_s)
+        try:
+            return self._read_run(time.perf_counter(), whole=True)
+        except websocket.WebSocketTimeoutException:
+            return None
+        except (websocket.WebSocketException, OSError) as error:
+            self.close()
+            raise RunFailed(f"{type(error).__name__}: {error}") from error
+        finally:
+            if self._socket is not None:
+                self._socket.settimeout(self.timeout_s)
+
     def open(self, page: str, query: dict[str, str] | None = None) -> Run:
         """The first run of `page` (its url path, "" for the home page) with `query` in the URL."""
         if self._socket is None:

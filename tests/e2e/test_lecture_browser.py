@@ -217,8 +217,10 @@ def test_a_follower_shown_a_shared_run_can_use_the_pages_fragments(lecture_url):
     for follower in followers:
         follower.open("flash_attention", {"join": code})
     lecturer.idle(2)
-    moved = pushed(followers, lambda: lecturer.open("scaling"))
-    assert len({run.run_id for run in moved}) == 1  # one ran, one was sent the run
+    lecturer.open("scaling")
+    moved = [follower.pushed(30) for follower in followers]  # read one after the other: each socket holds its run
+    assert None not in moved and len({run.run_id for run in moved}) == 1  # one ran, one was sent the run
+    assert followers[0].pushed(1) is None  # and nothing more comes
     for follower in followers:
         sizes = follower.widgets["sample"].proto.options
         run = follower.change("sample", sizes[0])

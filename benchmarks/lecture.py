@@ -42,7 +42,6 @@ EXPLORED, EXPLORED_CONTROL = "sinusoidal", "d"
 IDLE_S = 10.0  # followers waiting, nothing changing: the server's CPU over this long
 COUNT_SETTLE_S = 2.0  # the lecturer's bar is redrawn at most once a second while answers arrive
 FOLLOW_AGAIN_S = 10.0  # a killed replica's followers follow again within this
-RUN_WAIT_S = 120.0  # a run that has not come by then never will
 TARGETS = {"lag_p95_s": 2.0, "explorer_p95_s": 1.0, "waiting_cores_per_100": 0.1, "reveal_p95_s": 2.0}
 
 
@@ -83,20 +82,6 @@ def submit(session: Session, field: str, text: str, button: str):
     return session.press(button)
 
 
-def following(run: Run | None) -> bool:
-    return run is not None and any(text.startswith("Following lecture") for text in run.texts)
-
-
-def join(session: Session, code: str, page: str = PAGE) -> Run | None:
-    """Open the lecture's link as a browser does, until the page shows the lecture: a session that joins while
-    another's first run of the same view is under way stops its own run at once and is sent a copy of that one
-    (ui/replay.py's Groups.join), a run it did not ask for. None if the lecture never shows."""
-    run = session.open(page, {"join": code})
-    if not following(run):
-        run = session.pushed(RUN_WAIT_S)
-    return run if following(run) else None
-
-
 def answered(lecturer: Session) -> int | None:
     """The count of answers on the lecturer's bar; None when it shows no open question."""
     count = re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts))
@@ -115,10 +100,10 @@ def kill_and_come_back(victim: Server, survivor: Server, followers: list[Session
         follower = theirs[i]
         follower.close()
         follower.base_url = survivor.url
-        run = join(follower, code)
+        run = follower.open(PAGE, {"join": code})
         again[i] = time.perf_counter() - killed_at
-        if not following(run):
-            lost.append(follower.base_url)
+        if not any(t.startswith("Following lecture") for t in run.texts):
+            lost.append(run.texts)
 
     threads = [threading.Thread(target=come_back, args=(i,), daemon=True) for i in range(len(theirs))]
     for thread in threads:
@@ -126,7 +111,7 @@ def kill_and_come_back(victim: Server, survivor: Server, followers: list[Session
     for thread in threads:
         thread.join(120)
     if lost:
-        raise RuntimeError(f"{len(lost)} followers of the killed replica do not follow again on {lost[0]}")
+        raise RuntimeError(f"{len(lost)} followers of the killed replica do not follow again: {lost[0]}")
     return {"moved_followers": len(theirs), "follow_again_p95_s": round(percentile(again, 95), 3),
             "follow_again_max_s": round(max(again), 3)}
 
@@ -158,7 +143,7 @@ def main() -> int:
         code = re.search(r"`([A-Z0-9]{5})`", next(t for t in run.texts if t.startswith("### Join code:"))).group(1)
         followers = [Session(servers[i % len(servers)].url) for i in range(args.followers)]
         for follower in followers:
-            join(follower, code)
+            follower.open(PAGE, {"join": code})
         explorers = [Session(server.url) for _ in range(args.explorers)]
         for explorer in explorers:
             explorer.open(EXPLORED)

@@ -68,7 +68,6 @@ class Groups:
         self._rerun, self._ran, self._adopt = rerun, ran, adopt
         self._lock = threading.Lock()
         self._waiting: dict[str, object] = {}  # session id -> the run it waits for (a newer change replaces it)
-        self._joining: dict[Hashable, list[AppSession]] = {}  # key -> the sessions waiting for its first run
 
     def run(self, session_ids: list[str], key: Callable[[AppSession], Hashable | None]) -> None:
         """Run the change for each session: grouped by key(session), alone where that is None."""
@@ -93,27 +92,6 @@ class Groups:
                 _Recording(first, send)
                 threading.Timer(WAIT_S, send, (None,)).start()  # a first session closed mid-run sends no finish
             self._rerun(first.id)
-
-    def join(self, session: AppSession, key: Hashable) -> bool:
-        """A session about to make its first run of what many sessions arriving together will run (a class opening
-        the link, a killed replica's followers reconnecting here): False when it is to run it, recorded from its
-        next run (the caller asks for one), for those that join with the same key meanwhile; True when such a run
-        is under way, and this session, its own run stopped, waits for a copy of it."""
-        with self._lock:
-            if (others := self._joining.get(key)) is not None:
-                others.append(session)
-                self._waiting[session.id] = others
-                return True
-            others = self._joining[key] = []
-
-        def send(messages: list[ForwardMsg] | None) -> None:
-            with self._lock:
-                if self._joining.get(key) is others:
-                    del self._joining[key]
-            self._send(messages, first=session, others=others, key=lambda _: key, group=key, batch=others)
-        _Recording(session, send)
-        threading.Timer(WAIT_S, send, (None,)).start()
-        return False
 
     def _send(self, messages: list[ForwardMsg] | None, first: AppSession, others: list[AppSession], key: Callable,
               group: Hashable, batch: object) -> None:

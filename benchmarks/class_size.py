@@ -42,7 +42,7 @@ from locust import User, task  # first: gevent patches sockets before anything o
 from locust.env import Environment
 
 from benchmarks import finish, smollm_present
-from benchmarks.lecture import answered, submit
+from benchmarks.lecture import answered, following, submit
 from benchmarks.protocol import Run, RunFailed, Session
 from serve.process import CLK_TCK, Server, free_port
 from serve.replicas import Replicas
@@ -276,7 +276,7 @@ class Follower(Tab):
 
     def _join(self) -> Run:
         run = self.session.open(LECTURE_PAGE, self.link)
-        if not any(text.startswith("Following lecture") for text in run.texts):
+        if not following(run):
             run.exceptions.append(f"not following after opening the lecture's link: {run.texts[:3]}")
         self._answer(run)
         return run
@@ -310,7 +310,7 @@ class Follower(Tab):
 
     def _back(self) -> Run:
         run = self.session.press("_lecture_back")
-        if not any(text.startswith("Following lecture") for text in run.texts):
+        if not following(run):
             run.exceptions.append(f"not following after Back to the lecture: {run.texts[:3]}")
         self._answer(run)
         return run

@@ -82,6 +82,11 @@ def submit(session: Session, field: str, text: str, button: str):
     return session.press(button)
 
 
+def following(run: Run) -> bool:
+    """Whether the run shows the follower's bar: the page moves with the lecturer's."""
+    return any(text.startswith("Following lecture") for text in run.texts)
+
+
 def answered(lecturer: Session) -> int | None:
     """The count of answers on the lecturer's bar; None when it shows no open question."""
     count = re.search(r"\*\*(\d+)\*\* answered", " ".join(lecturer._rerun().texts))
@@ -102,7 +107,7 @@ def kill_and_come_back(victim: Server, survivor: Server, followers: list[Session
         follower.base_url = survivor.url
         run = follower.open(PAGE, {"join": code})
         again[i] = time.perf_counter() - killed_at
-        if not any(t.startswith("Following lecture") for t in run.texts):
+        if not following(run):
             lost.append(run.texts)
 
     threads = [threading.Thread(target=come_back, args=(i,), daemon=True) for i in range(len(theirs))]

@@ -42,9 +42,9 @@ import pkgutil
 from pathlib import Path
 
 import altair  # noqa: F401  (st.bar_chart, a live lecture's reveal: 0.15 s of a first import in a follower's run)
+import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import narwhals._interchange.series  # noqa: F401  (st.bar_chart's check of what kind of table it was given)
 import narwhals.stable.v1 as narwhals
-import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)
 import numpy as np
 import pandas  # plotly and st.dataframe take it from sys.modules
 import plotly.graph_objects as go

@@ -189,8 +189,9 @@ def test_followers_with_the_same_screen_share_one_run_and_stay_in_step(lecture_u
     for follower, typed in zip(followers, typed_in, strict=True):
         type_in(follower, "_lecture_number_1", typed)
         run = follower.press("Answer")
-        assert run.texts == [next(t for t in asked[0].texts if t.startswith("**Question 1.**")), f"Your answer: {typed}. You can change it until the lecturer reveals "
-                             "the answers."], run.texts  # the question's card reran alone
+        card = next(t for t in asked[0].texts if t.startswith("**Question 1.**"))
+        said = f"Your answer: {typed}. You can change it until the lecturer reveals the answers."
+        assert run.texts == [card, said], run.texts  # the question's card reran alone
         assert any(t.startswith("Following lecture") for t in follower._rerun().texts)  # answering is not stepping away
     lecturer.idle(2)
     revealed = pushed(followers, lambda: lecturer.press("_lecture_reveal"))

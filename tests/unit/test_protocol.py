@@ -2,12 +2,15 @@
 what it reads back must be what the app computed for the controls it set."""
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import websocket
 
-from benchmarks.protocol import RunFailed, Session
+from benchmarks.protocol import Frames, RunFailed, Session
 from serve.process import Server
 
 SMALL_APP = '''import streamlit as st
@@ -116,3 +119,53 @@ def test_a_thinking_student_answers_the_servers_pings_and_keeps_the_connection(t
         idle.close()
         silent.close()
         server.stop()
+
+
+def test_frames_reads_what_websocket_client_encodes_as_a_server_would_send_it():
+    """benchmarks.protocol.Frames against websocket-client's own frame encoder: the three length forms, a message in
+    fragments, a ping between them answered with a pong, a frame arriving a few bytes at a time, then the close."""
+    ours, theirs = socket.socketpair()
+    connection = websocket.WebSocket()
+    connection.sock = ours
+    frames = Frames(connection)
+
+    def server_frame(opcode: int, data: bytes, fin: int = 1) -> bytes:
+        return websocket.ABNF(fin=fin, opcode=opcode, mask_value=0, data=data).format()
+
+    short, medium, long = b"s" * 100, bytes(range(256)) * 2, bytes(range(256)) * 300  # 7, 16 and 64-bit lengths
+    stream = b"".join([
+        server_frame(websocket.ABNF.OPCODE_BINARY, short),
+        server_frame(websocket.ABNF.OPCODE_BINARY, medium),
+        server_frame(websocket.ABNF.OPCODE_BINARY, long[:1000], fin=0),
+        server_frame(websocket.ABNF.OPCODE_PING, b"are you there"),
+        server_frame(websocket.ABNF.OPCODE_CONT, long[1000:], fin=1),
+        server_frame(websocket.ABNF.OPCODE_BINARY, b"last"),
+        server_frame(websocket.ABNF.OPCODE_CLOSE, b"\x03\xe8"),
+    ])
+
+    def send_in_pieces() -> None:
+        for start in range(0, 12, 3):  # the first frame's header and payload split over several reads
+            theirs.sendall(stream[start:start + 3])
+            time.sleep(0.01)
+        theirs.sendall(stream[12:])
+
+    writer = threading.Thread(target=send_in_pieces)
+    writer.start()
+    try:
+        assert frames.next() == (websocket.ABNF.OPCODE_BINARY, short)
+        assert frames.next() == (websocket.ABNF.OPCODE_BINARY, medium)
+        assert frames.next() == (websocket.ABNF.OPCODE_BINARY, long)
+        assert frames.next() == (websocket.ABNF.OPCODE_BINARY, b"last")
+        with pytest.raises(websocket.WebSocketConnectionClosedException):
+            frames.next()
+        writer.join()
+        theirs.settimeout(5)
+        sent = theirs.recv(1024)  # the pong, masked as a client's frames are: unmasked with its own key
+        assert sent[0] == 0x80 | websocket.ABNF.OPCODE_PONG and sent[1] == 0x80 | len(b"are you there")
+        assert websocket.ABNF.mask(sent[2:6], sent[6:]) == b"are you there"
+        ours.settimeout(0.05)
+        with pytest.raises(websocket.WebSocketTimeoutException):
+            frames.next()
+    finally:
+        ours.close()
+        theirs.close()

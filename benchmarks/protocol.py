@@ -132,6 +132,9 @@ class Session:
     widgets: dict[str, Widget] = field(default_factory=dict)
     states: dict[str, WidgetState] = field(default_factory=dict)  # by widget id: what this tab has set
     _cache: dict[str, ForwardMsg] = field(default_factory=dict)  # cacheable messages by hash, as the browser keeps
+    _used: dict[str, int] = field(default_factory=dict)  # by hash: the count of runs when it was last shown
+    _runs: int = 0
+    _max_age: int = 2  # runs a cached message is kept unshown (the server's global.maxCachedMessageAge)
     _socket: websocket.WebSocket | None = None
     _frames: Frames | None = None
 
@@ -247,13 +250,18 @@ class Session:
             message.ParseFromString(frame)
             kind = message.WhichOneof("type")
             if kind == "ref_hash":
-                message = self._cache.get(message.ref_hash, message)
+                if message.ref_hash not in self._cache:  # the browser throws, and shows the student the error
+                    exceptions.append(f"Cached ForwardMsg MISS [hash={message.ref_hash}]")
+                    continue
+                self._used[message.ref_hash] = self._runs
+                message = self._cache[message.ref_hash]
                 kind = message.WhichOneof("type")
             elif message.metadata.cacheable and message.hash:
-                self._cache[message.hash] = message
+                self._cache[message.hash], self._used[message.hash] = message, self._runs
             if kind == "new_session":
                 self.page_hash = message.new_session.page_script_hash or self.page_hash
                 run_id = message.metadata.run.script_run_id
+                self._max_age = message.new_session.config.max_cached_message_age or self._max_age
             elif kind == "navigation":
                 self.page_hash = message.navigation.page_script_hash or self.page_hash
             elif kind == "page_info_changed":  # the run wrote the URL: the browser's next request carries it
@@ -266,9 +274,20 @@ class Session:
                 status = FINISHED(message.script_finished)
                 if status == "FINISHED_EARLY_FOR_RERUN":  # the page asked for a rerun: wait for that one
                     continue
+                self._age(whole)
                 # a fragment's run draws only its own controls; a run that stopped early may draw none
                 self.widgets = widgets if whole and widgets else self.widgets | widgets
                 return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received, run_id)
+
+
+    def _age(self, whole: bool) -> None:
+        """A run has finished: as the browser's message cache does, forget what was not shown for more than
+        max_age runs (after a fragment's run the browser forgets only that fragment's: here, nothing), so that the
+        hashes a request reports are those the browser would still hold."""
+        self._runs += 1
+        if whole:
+            for expired in [h for h, used in self._used.items() if self._runs - used > self._max_age]:
+                del self._cache[expired], self._used[expired]
 
 
 def _read_element(delta, widgets: dict[str, Widget], exceptions: list[str], texts: list[str]) -> None:

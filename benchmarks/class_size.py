@@ -42,7 +42,7 @@ from locust import User, task  # first: gevent patches sockets before anything o
 from locust.env import Environment
 
 from benchmarks import finish, smollm_present
-from benchmarks.lecture import answered, following, submit
+from benchmarks.lecture import answered, following, join, submit
 from benchmarks.protocol import Run, RunFailed, Session
 from serve.process import CLK_TCK, Server, free_port
 from serve.replicas import Replicas
@@ -271,13 +271,13 @@ class Follower(Tab):
         deadline = time.monotonic() + RUN_S
         while "code" not in self.lecture and time.monotonic() < deadline:
             gevent.sleep(0.5)
-        self.link = {"join": self.lecture.get("code", "")}
+        self.code = self.lecture.get("code", "")
         self._record("open", LECTURE_PAGE, self._join)
 
     def _join(self) -> Run:
-        run = self.session.open(LECTURE_PAGE, self.link)
-        if not following(run):
-            run.exceptions.append(f"not following after opening the lecture's link: {run.texts[:3]}")
+        run = join(self.session, self.code, LECTURE_PAGE)
+        if run is None:
+            raise RunFailed("not following after opening the lecture's link")
         self._answer(run)
         return run
 

@@ -126,6 +126,23 @@ class _Sessions:
         _follow_state(session).update(theirs)
         self.lectures.present(theirs["code"], session.id, theirs["following"], theirs["page"])
 
+    def join(self, lecture: Snapshot) -> str | None:
+        """For a session's first run in a lecture (a student opening its link, or reconnecting after their replica
+        was killed): "copy" when another session's first run of the same view, for the same screen, is under way
+        here and this one is to wait for a copy of it; else "record": this one's next run, moved to the view, is
+        recorded for the sessions joining meanwhile (100 followers reconnecting at once were 100 runs of the page).
+        None with no server to share runs in (an AppTest)."""
+        try:
+            session = _app_session(_session_id())
+        except AttributeError:  # AppTest's runtime: a mock with no sessions
+            return None
+        if session is None:
+            return None
+        asked = lecture.question
+        mine = self.lectures.answers(lecture.code, asked.number).get(session.id) if asked else None
+        key = (lecture.code, lecture.version, tuple(sorted(_own_params().items())), mine)
+        return "copy" if self._groups.join(session, key) else "record"
+
     def _count(self, session: str) -> None:
         """Rerun the lecturer for new counts, at most once a COUNT_EVERY_S (100 answers are a few reruns, not 100),
         and never over a run of the lecturer's own: a rerun then would cut short their change."""
@@ -319,16 +336,25 @@ def _follow(sessions: _Sessions, pages: Mapping[str, st.Page], current: st.Page)
         st.session_state.pop(FOLLOW, None)
         return
     state = st.session_state.get(FOLLOW)
-    if state is None or state["code"] != code:
+    joining = state is None or state["code"] != code
+    if joining:
         state = st.session_state[FOLLOW] = {"code": code, "applied": -1, "following": True, "moved": False}
     if state["moved"]:  # the run _move asked for: the browser's address bar still shows the old view
         state["moved"] = False
         st.query_params[JOIN] = code  # setting a parameter sends the whole query string to the browser
     if state["following"] and lecture.view is not None and lecture.version > state["applied"]:
         state["applied"] = lecture.version
-        if lecture.view != shown_view(current.url_path) and lecture.view.page in pages:
-            state["moved"] = True
-            _move(pages[lecture.view.page], dict(lecture.view.params) | _own_params())
+        moves = lecture.view != shown_view(current.url_path)
+        if lecture.view.page in pages and (joining or moves):
+            sessions.enter(code, _session_id(), "follow")
+            shared = sessions.join(lecture) if joining else None
+            if shared == "copy":  # the same first run is under way: a copy of it comes here
+                st.stop()
+            if moves or shared == "record":  # a run of its own from the start, recorded for those joining meanwhile
+                if shared == "record":  # whole messages for them, none by reference to what this browser holds
+                    get_script_run_ctx().cached_message_hashes = frozenset()
+                state["moved"] = True
+                _move(pages[lecture.view.page], dict(lecture.view.params) | _own_params())
     sessions.enter(code, _session_id(), "follow" if state["following"] else "away")
 
 

@@ -12,8 +12,8 @@ state, the values of its widgets (which their browsers, shown the same widgets, 
 fragments (a control inside one reruns it alone), the files its download buttons serve.
 
 A session that is running, or whose screen or lecture state changed meanwhile, or a run that did not finish, or one
-that made a table whose rows are served to its own session only (Streamlit's lazy dataframes): each such session
-runs itself, as before.
+that sent what means something to its own browser only (a reference to a message that browser holds, a table whose
+rows are served to its own session): each such session runs itself, as before.
 """
 from __future__ import annotations
 
@@ -50,13 +50,16 @@ class _Recording:
         self.messages.append(message)
         if kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
             del self._session._enqueue_forward_msg
-            whole = message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY and not any(map(_lazy, self.messages))
+            whole = message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY and not any(map(_own, self.messages))
             self._done(self.messages if whole else None)
 
 
-def _lazy(message: ForwardMsg) -> bool:
+def _own(message: ForwardMsg) -> bool:
+    """Whether the message means something to its own session's browser only: a reference to a message that browser
+    holds (another may not: "Cached ForwardMsg MISS"), or a lazy table's, whose rows are served to that session."""
     element = message.delta.new_element
-    return element.WhichOneof("type") == "dataframe" and element.dataframe.HasField("lazy_data")
+    return message.HasField("ref_hash") or (element.WhichOneof("type") == "dataframe"
+                                            and element.dataframe.HasField("lazy_data"))
 
 
 class Groups:
@@ -69,6 +72,7 @@ class Groups:
         self._rerun, self._ran, self._adopt = rerun, ran, adopt
         self._lock = threading.Lock()
         self._waiting: dict[str, object] = {}  # session id -> the run it waits for (a newer change replaces it)
+        self._joining: dict[Hashable, list[AppSession]] = {}  # key -> the sessions waiting for its first run
 
     def run(self, session_ids: list[str], key: Callable[[AppSession], Hashable | None]) -> None:
         """Run the change for each session: grouped by key(session), alone where that is None."""
@@ -93,6 +97,27 @@ class Groups:
                 _Recording(first, send)
                 threading.Timer(WAIT_S, send, (None,)).start()  # a first session closed mid-run sends no finish
             self._rerun(first.id)
+
+    def join(self, session: AppSession, key: Hashable) -> bool:
+        """A session about to make its first run of what many sessions arriving together will run (a class opening
+        the link, a killed replica's followers reconnecting here): False when it is to run it, recorded from its
+        next run (the caller asks for one), for those that join with the same key meanwhile; True when such a run
+        is under way, and this session, its own run stopped, waits for a copy of it."""
+        with self._lock:
+            if (others := self._joining.get(key)) is not None:
+                others.append(session)
+                self._waiting[session.id] = others
+                return True
+            others = self._joining[key] = []
+
+        def send(messages: list[ForwardMsg] | None) -> None:
+            with self._lock:
+                if self._joining.get(key) is others:
+                    del self._joining[key]
+            self._send(messages, first=session, others=others, key=lambda _: key, group=key, batch=others)
+        _Recording(session, send)
+        threading.Timer(WAIT_S, send, (None,)).start()
+        return False
 
     def _send(self, messages: list[ForwardMsg] | None, first: AppSession, others: list[AppSession], key: Callable,
               group: Hashable, batch: object) -> None:

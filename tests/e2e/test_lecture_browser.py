@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from benchmarks.lecture import pushed
+from benchmarks.lecture import join, pushed
 from benchmarks.protocol import Session
 from engine.efficiency.flash import tile_kinds
 from harness.accessibility import axe_violations, blocking
@@ -227,6 +228,39 @@ def test_a_follower_shown_a_shared_run_can_use_the_pages_fragments(lecture_url):
         run = follower.change("sample", sizes[0])
         assert "One query, raw against scaled" in run.texts, run.texts
     for session in (lecturer, *followers):
+        session.close()
+
+
+def test_students_joining_together_share_one_first_run(lecture_url):
+    """ui/replay.py's Groups.join: students opening the link at once (a class, or a killed replica's followers
+    reconnecting here) make one run of the lecturer's view between them, not one each; each ends up following at
+    the lecturer's settings, and answers as its own session. Some have had the page open before (a reconnecting
+    browser keeps its messages): the shared run must not send them by reference to the others."""
+    lecturer, code = lead(lecture_url)
+    lecturer.change("seed", 7)
+    students = [Session(lecture_url, timeout_s=30) for _ in range(6)]
+    for returning in students[::2]:  # these browsers hold the view's large messages: a run of theirs names them
+        returning.open("flash_attention", {"seed": "7"})
+    joined = [None] * len(students)
+    threads = [threading.Thread(target=lambda i=i: joined.__setitem__(i, join(students[i], code)))
+               for i in range(len(students))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert None not in joined, "a student never saw the lecture"
+    assert [run.exceptions for run in joined] == [[]] * len(students)  # none sent what only another browser holds
+    assert len({run.run_id for run in joined}) < len(students), [run.run_id for run in joined]
+    for student in students:
+        assert list(student.widgets["seed"].proto.value) == [7] and student.query["seed"] == "7"
+    lecturer.idle(2)
+    pushed(students, lambda: lecturer.press("_lecture_ask"))
+    for i, student in enumerate(students):
+        type_in(student, "_lecture_number_1", str(i))
+        assert any(text.startswith(f"Your answer: {i}.") for text in student.press("Answer").texts)
+    lecturer.idle(2)
+    assert f"**{len(students)}** answered" in " ".join(lecturer._rerun().texts)
+    for session in (lecturer, *students):
         session.close()
 
 

@@ -349,6 +349,9 @@ def _follow(sessions: _Sessions, pages: Mapping[str, st.Page], current: st.Page)
             sessions.enter(code, _session_id(), "follow")
             shared = sessions.join(lecture) if joining else None
             if shared == "copy":  # the same first run is under way: a copy of it comes here
+                # not applied yet: if no copy comes (it failed, or a newer change reruns this one alone), this
+                # session's next run moves it as its own, where it would otherwise judge itself stepped away
+                state["applied"] = -1
                 st.stop()
             if moves or shared == "record":  # a run of its own from the start, recorded for those joining meanwhile
                 if shared == "record":  # whole messages for them, none by reference to what this browser holds

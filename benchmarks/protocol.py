@@ -37,7 +37,7 @@ class Frames:
     read (through websocket-client, which masks what a client sends); a close, or a connection ending, raises
     websocket-client's own WebSocketConnectionClosedException, a timeout its WebSocketTimeoutException."""
 
-    CONTINUATION, PING, PONG, CLOSE = 0x0, 0x9, 0xA, 0x8
+    PING, PONG, CLOSE = 0x9, 0xA, 0x8
 
     def __init__(self, connection: websocket.WebSocket):
         self.connection, self.buffer, self.parts = connection, bytearray(), []
@@ -152,7 +152,9 @@ class Session:
 
     def close(self) -> None:
         if self._socket is not None:
-            self._socket.close()
+            # no wait for the server's reply: websocket-client would read it with its own parser, from wherever
+            # Frames' last read stopped in the stream (mid-frame), until its 3 s close timeout
+            self._socket.close(timeout=0)
             self._socket = None
 
     def idle(self, seconds: float) -> None:
@@ -278,7 +280,6 @@ class Session:
                 # a fragment's run draws only its own controls; a run that stopped early may draw none
                 self.widgets = widgets if whole and widgets else self.widgets | widgets
                 return Run(time.perf_counter() - start, status, exceptions, widgets, texts, received, run_id)
-
 
     def _age(self, whole: bool) -> None:
         """A run has finished: as the browser's message cache does, forget what was not shown for more than

@@ -5,11 +5,10 @@ A class of 100 on one process had each follower run the lecturer's new page itse
 same settings, one at a time under the interpreter's lock, so the last student saw it about 12 s after the lecturer
 (benchmarks.lecture). A group here is the sessions with the same page and URL (so the same lecture mode) and the
 same lecture state (following, the view last moved to, the line on the open question's card: ui/lecture.py's
-_screen): their runs would
-send the same messages. The first one's messages, from the start of its last run to its finish, are sent to the
-others, and their sessions are left as that run left its own: the page and URL a rerun starts from, the lecture
-state, the values of its widgets (which their browsers, shown the same widgets, send back from then on), its
-fragments (a control inside one reruns it alone), the files its download buttons serve.
+_screen): their runs would send the same messages. The first one's messages, from the start of its last run to its
+finish, are sent to the others, and their sessions are left as that run left its own: the page and URL a rerun
+starts from, the lecture state, the values of its widgets (which their browsers, shown the same widgets, send back
+from then on), its fragments (a control inside one reruns it alone), the files its download buttons serve.
 
 A session that is running, or whose screen or lecture state changed meanwhile, or a run that did not finish, or one
 that sent what means something to its own browser only (a reference to a message that browser holds, a table whose

@@ -19,23 +19,19 @@ import argparse
 import base64
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks import finish
 from benchmarks.protocol import Session
-from benchmarks.stamped_server import read_stamps
+from benchmarks.stamped_server import read_stamps, serve_apart
 from harness.browser import chromium, new_tab, open_url, settle
-from serve.process import Server
 
-ROOT = Path(__file__).resolve().parents[1]
 
 CHANGES = [("scaling", "m"), ("sinusoidal", "k"), ("rope", "seed"), ("online_softmax", "step"),
            ("kernel_regression", "h")]  # (page, the URL parameter of a slider on it)
@@ -102,15 +98,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=12)
     args = parser.parse_args()
     stamps = tempfile.NamedTemporaryFile(suffix=".txt", delete=False).name
-    os.environ["HOW_LMS_STAMPS"] = stamps  # read by the server process started next
-    server = Server(ROOT / "app.py", ROOT, launcher="benchmarks.stamped_server")
-    # the server on one core, this process and the chromium it starts on the other: a page being drawn takes
-    # chromium hundreds of ms of CPU, which would otherwise come out of the server's run and be timed with it
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) > 1:
-        subprocess.run(["taskset", "-a", "-cp", str(cores[0]), str(server.proc.pid)], check=True,
-                       stdout=subprocess.DEVNULL)
-        os.sched_setaffinity(0, cores[1:])
+    server = serve_apart(stamps)
     rows = []
     try:
         Session(server.url, timeout_s=600).open("")  # the first visit imports the app and starts ui/defaults.py

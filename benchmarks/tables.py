@@ -158,6 +158,25 @@ def accessibility() -> str:
             + rows(["state", "pages", "nodes violating a rule", "serious or critical nodes"], body, "accessibility"))
 
 
+def feel(name: str = "feel") -> str:
+    """Issue 47: per page, its slowest control from the key press or click to the paint, and where the time went."""
+    record = results(name)
+    body = []
+    for page in record["pages"]:
+        control, slowest = max(page["controls"].items(), key=lambda c: c[1]["input_to_paint_ms"])
+        work = slowest["main_thread_ms"]
+        body.append([page["page"], control.replace(":", " "), f"{slowest['input_to_paint_ms']:.0f}",
+                     measured(slowest["server_run_ms"], ".0f"), f"{slowest['finished_to_painted_ms']:.0f}",
+                     f"{sum(v for k, v in work.items() if k != 'plotly'):.0f}", f"{work.get('plotly', 0):.0f}"])
+    summary = record["summary"]
+    return (f"{day(record)}: median over every control {summary['median_ms']:.0f} ms (target "
+            f"{record['targets']['median_ms']}), slowest {summary['slowest_page']} at {summary['slowest_ms']:.0f} ms "
+            f"(target {record['targets']['every_page_ms']} for every page); "
+            f"{len(record['not_timed'])} controls the script could not drive.\n\n"
+            + rows(["page", "slowest control", "to paint, ms", "server's run, ms", "drawing after it, ms",
+                    "main thread (traced), ms", "of it in Plotly, ms"], body, name))
+
+
 def index() -> str:
     """Every results file with its date and the machine it was measured on."""
     body = []
@@ -182,6 +201,7 @@ TABLES = {
     "flash_dip": flash_dip,
     "flash_tma": flash_tma,
     "accessibility": accessibility,
+    "feel": feel,
     "results": index,
 }
 

@@ -259,32 +259,37 @@ def main_thread_work(events: list[dict]) -> dict:
 
 
 def _plotly_us(events: list[dict], begin: float, end: float) -> float:
-    """Microseconds of the V8 profiler's samples between begin and end whose stack holds Plotly's code."""
-    nodes: dict[int, tuple[int | None, str]] = {}  # id: (parent, script url)
-    samples: list[tuple[float, int]] = []
-    clock = None
+    """Microseconds of the V8 profiler's samples between begin and end whose stack holds Plotly's code. Each profile
+    (one per sampled thread, named by its pid and id) has its own clock and node ids."""
+    nodes: dict[tuple, tuple[int | None, str]] = {}  # (profile, node id): (parent id, script url)
+    clocks: dict[tuple, float] = {}
+    samples: dict[tuple, list[tuple[float, int]]] = {}
     for event in sorted((e for e in events if e.get("name") in ("Profile", "ProfileChunk")), key=lambda e: e["ts"]):
+        profile_id = (event.get("pid"), event.get("id"))
         data = event.get("args", {}).get("data", {})
         if event["name"] == "Profile":
-            clock = data.get("startTime", event["ts"])
+            clocks[profile_id] = data.get("startTime", event["ts"])
             continue
         profile = data.get("cpuProfile", {})
         for node in profile.get("nodes", []):
-            nodes[node["id"]] = (node.get("parent"), node.get("callFrame", {}).get("url", ""))
+            nodes[profile_id, node["id"]] = (node.get("parent"), node.get("callFrame", {}).get("url", ""))
         for sample, delta in zip(profile.get("samples", []), data.get("timeDeltas", [])):
-            clock = (event["ts"] if clock is None else clock) + delta
-            samples.append((clock, sample))
+            clocks[profile_id] = clocks.get(profile_id, event["ts"]) + delta
+            samples.setdefault(profile_id, []).append((clocks[profile_id], sample))
 
-    def through_plotly(node: int | None) -> bool:
-        while node is not None and node in nodes:
-            parent, url = nodes[node]
+    def through_plotly(profile_id: tuple, node: int | None) -> bool:
+        while node is not None and (profile_id, node) in nodes:
+            parent, url = nodes[profile_id, node]
             if "PlotlyChart" in url:
                 return True
             node = parent
         return False
 
-    inside = [(ts, node) for ts, node in samples if begin <= ts <= end]
-    return sum(later[0] - ts for (ts, node), later in zip(inside, inside[1:]) if through_plotly(node))
+    total = 0.0
+    for profile_id, taken in samples.items():
+        inside = [(ts, node) for ts, node in taken if begin <= ts <= end]
+        total += sum(later[0] - ts for (ts, node), later in zip(inside, inside[1:]) if through_plotly(profile_id, node))
+    return total
 
 
 def page_controls(tab) -> dict[str, str]:

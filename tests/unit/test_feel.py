@@ -69,10 +69,17 @@ def test_the_main_thread_splits_into_self_times_between_the_marks():
              {"id": 2, "parent": 1, "callFrame": {"url": "http://x/static/js/PlotlyChart.abc.js"}},
              {"id": 3, "parent": 2, "callFrame": {"url": "http://x/static/js/index.js"}},
              {"id": 4, "parent": 1, "callFrame": {"url": "http://x/static/js/index.js"}}]
-    profile = [{"name": "Profile", "ph": "P", "ts": 0, "pid": 7, "tid": 1, "args": {"data": {"startTime": 1_000}}},
-               {"name": "ProfileChunk", "ph": "P", "ts": 1, "pid": 7, "tid": 1, "args": {"data": {
+    profile = [{"name": "Profile", "ph": "P", "id": "0x1", "ts": 0, "pid": 7, "tid": 1,
+                "args": {"data": {"startTime": 1_000}}},
+               {"name": "ProfileChunk", "ph": "P", "id": "0x1", "ts": 1, "pid": 7, "tid": 1, "args": {"data": {
                    "cpuProfile": {"nodes": nodes, "samples": [4, 2, 3, 3, 4, 4]},
-                   "timeDeltas": [1_000, 1_000, 1_000, 1_000, 1_000, 1_000]}}}]
+                   "timeDeltas": [1_000, 1_000, 1_000, 1_000, 1_000, 1_000]}}},
+               # another thread's profile, interleaved, on its own clock and with its own node ids: none of it is Plotly
+               {"name": "Profile", "ph": "P", "id": "0x2", "ts": 2, "pid": 7, "tid": 2,
+                "args": {"data": {"startTime": 500}}},
+               {"name": "ProfileChunk", "ph": "P", "id": "0x2", "ts": 3, "pid": 7, "tid": 2, "args": {"data": {
+                   "cpuProfile": {"nodes": [{"id": 2, "callFrame": {"url": "worker.js"}}], "samples": [2, 2, 2]},
+                   "timeDeltas": [4_000, 4_000, 4_000]}}}]
     assert main_thread_work(marks + names + work + profile) == {
         "scripting": 4.0, "style and layout": 2.5, "paint and compositing": 1.0, "other": 6.5, "plotly": 3.0}
 

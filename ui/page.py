@@ -8,7 +8,7 @@ bad or out-of-range value and falls back to the default; this module says so on 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -27,6 +27,10 @@ BOUND_PARAMS = "_bound_params"  # session key: URL parameters this run's control
 DRAWN_PARAMS = "_drawn_params"  # session key: URL parameters any control of this session has owned
 SHOWN_PAGE = "_shown_page"  # session key: the url_path of the page the last run drew
 JOIN = "join"  # URL parameter: the code of the live lecture a student is in (ui/lecture.py)
+TAB = "tab"  # URL parameter: the open tab of a page drawn in tabs (Page.tabs)
+# Whether every tab runs on each run, as st.tabs does by default, instead of the open one alone. tests/app sets it:
+# AppTest cannot open a tab, and its tests read a page's every tab from one run (test_tabs.py runs the open one)
+EVERY_TAB = False
 
 
 def _denotes(raw: str, value: Any) -> bool:
@@ -122,6 +126,31 @@ class Page:
         widget = st.text_area if area else st.text_input
         return self._bound(widget, name, f"text of at most {max_chars} characters", label, default,
                            max_chars=max_chars, **kwargs)
+
+    def tabs(self, views: Mapping[str, tuple[Callable[[], None], Sequence[str]]]) -> None:
+        """Tabs, each {label: (the function that draws it, the URL parameters of its own controls)}, of which only
+        the open one runs: moving a control of the page then computes, sends and draws that tab alone, not all of
+        them with their hidden figures (issue 47). The open tab is in the URL, so a link or a lecture shows it.
+
+        A link naming a hidden tab's control (`?offset=7`, from before tabs ran alone) opens that tab, and the
+        parameters of the other tabs' controls stay in the URL until their tab is opened and reads them."""
+        labels = list(views)
+        owned = {name for _, names in views.values() for name in names}
+        st.session_state[BOUND_PARAMS].update(owned | {TAB})
+        st.session_state[DRAWN_PARAMS].add(TAB)  # another page opens at its own first tab
+        raw = st.query_params.get(TAB)
+        if raw is None and TAB not in st.session_state:
+            linked = [label for label, (_, names) in views.items() if any(name in st.query_params for name in names)]
+            if linked:
+                st.session_state[TAB] = linked[0]
+        containers = st.tabs(labels, key=TAB, bind="query-params")
+        if raw is not None and raw not in labels:
+            self.notice(f"URL parameter `{TAB}={raw[:40]}` is not one of {', '.join(labels)}; "
+                        f"showing {st.session_state[TAB]}.")
+        for (draw, _), container in zip(views.values(), containers):
+            if EVERY_TAB or container.open:
+                with container:
+                    draw()
 
     def refuse(self, message: str) -> NoReturn:
         """Say why nothing more can be drawn, settle the URL's parameters as a finished run does, and stop."""

@@ -14,6 +14,7 @@ import pytest
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest, app_test, local_script_runner
 
+import ui.page
 from ui.boundary import NOTICE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +25,10 @@ APP = str(ROOT / "app.py")
 # so a warm run compiles nothing (test_concurrency.py checks that a page's run parses and compiles nothing).
 SCRIPTS = ScriptCache()
 app_test.ScriptCache = local_script_runner.ScriptCache = lambda: SCRIPTS
+
+# AppTest cannot click a tab: here a page drawn in tabs runs every tab, as st.tabs does by default, so that one run
+# shows all of them (test_tabs.py checks that a server runs the open tab alone)
+ui.page.EVERY_TAB = True
 
 # CPython 3.11 keeps ast.parse's recursion depth in one counter per process: two threads parsing at once corrupt it
 # ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905), which under a class of 300 showed

@@ -129,6 +129,24 @@ def test_a_bad_link_is_named_and_the_page_still_works(page):
     screenshot(page, "bad_link")
 
 
+def test_a_tab_runs_when_opened_and_the_url_keeps_it(page):
+    """A page in tabs runs its open tab alone (ui.page.Page.tabs): opening another runs it and writes the URL."""
+    open_url(page, "/rope?offset=7")  # a link to a control of a hidden tab opens that tab
+    wait_for_plots(page)
+    assert page.get_by_role("tab", name="Relative property").get_attribute("aria-selected") == "true"
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 2  # not the other tabs' nine
+    page.get_by_role("tab", name="Precision").click()
+    page.wait_for_url(re.compile(r"[?&]tab=Precision"))
+    settle(page)
+    assert page.get_by_text("float32 angles are accurate here").is_visible()
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 0
+    page.get_by_role("tab", name="Relative property").click()  # the hidden tab's control kept its value
+    page.wait_for_url(re.compile(r"[?&]offset=7"))
+    settle(page)
+    assert page.locator(".st-key-offset [data-testid='stSliderThumbValue']").inner_text().strip() == "7"
+    assert_no_exception(page)
+
+
 def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
     open_url(page, "/scoring_functions")
     before = page.evaluate(FONT_SIZE)

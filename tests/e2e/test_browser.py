@@ -147,6 +147,20 @@ def test_a_tab_runs_when_opened_and_the_url_keeps_it(page):
     assert_no_exception(page)
 
 
+def test_a_views_own_slider_reruns_that_view_and_writes_the_url(page):
+    """SmolLM2's Attention view is a fragment: its layer slider reruns it alone, and the URL follows."""
+    open_url(page, "/smollm?view=Attention")
+    wait_for_plots(page)
+    page.locator(".st-key-layer input[type='range']").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile(r"[?&]layer=2"))
+    settle(page)
+    wait_for_plots(page)
+    assert page.locator(".gtitle").filter(has_text=re.compile(r"^Layer 2, query head 1")).count() == 1
+    assert {"view": ["Attention"], "layer": ["2"]}.items() <= query(page).items(), page.url
+    assert_no_exception(page)
+
+
 def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
     open_url(page, "/scoring_functions")
     before = page.evaluate(FONT_SIZE)

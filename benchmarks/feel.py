@@ -21,7 +21,9 @@ so it is reported beside, not in the timings.
 
 The server runs on one core, chromium and this script on the other (as benchmarks.protocol_check): drawing a page
 takes chromium hundreds of ms of CPU, which would otherwise be timed as the server's.
-Usage: python -m benchmarks.feel [--repeats 6] [--pages rope,scaling]
+`--bare` times benchmarks/bare_page.py instead, a bare Streamlit page with one control of each kind and one small
+chart: the floor of Streamlit's own work that a page of the app adds to.
+Usage: python -m benchmarks.feel [--repeats 6] [--pages rope,scaling] [--bare]
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from benchmarks import finish
 from benchmarks.protocol import Session
@@ -301,11 +304,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=6)
     parser.add_argument("--pages", default="", help="slugs, comma-separated (default: every page)")
-    parser.add_argument("--name", default="feel", help="the result's name in benchmarks/results/")
+    parser.add_argument("--name", default="", help="the result's name in benchmarks/results/ (feel, feel_bare)")
+    parser.add_argument("--bare", action="store_true", help="time benchmarks/bare_page.py, Streamlit's floor")
     args = parser.parse_args()
-    slugs = [s for s in args.pages.split(",") if s] or [p.slug for p in PAGES]
+    slugs = [""] if args.bare else [s for s in args.pages.split(",") if s] or [p.slug for p in PAGES]
     stamps = tempfile.NamedTemporaryFile(suffix=".txt", delete=False).name
-    server = serve_apart(stamps)
+    server = serve_apart(stamps, *([Path(__file__).with_name("bare_page.py")] if args.bare else []))
     pages, problems = [], []
     try:
         Session(server.url, timeout_s=600).open("")  # the first visit imports the app and starts ui/defaults.py
@@ -316,7 +320,7 @@ def main() -> int:
                 tab.add_init_script(IN_PAGE)
                 open_url(tab, f"/{slug}")
                 controls = page_controls(tab)
-                row = {"page": slug, "controls": {}}
+                row = {"page": slug or "bare Streamlit page", "controls": {}}
                 for kind, key in controls.items():
                     try:
                         measured = timed(tab, kind, key, args.repeats, stamps)
@@ -357,7 +361,7 @@ def main() -> int:
                         "for the main thread's work by kind and Plotly's share (sampled stacks through its chunk)",
               "targets": {"median_ms": MEDIAN_MS, "every_page_ms": PAGE_MS},
               "summary": summary, "pages": pages, "not_timed": problems}
-    return finish(args.name, result, failures)
+    return finish(args.name or ("feel_bare" if args.bare else "feel"), result, failures)
 
 
 if __name__ == "__main__":

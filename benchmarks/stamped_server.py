@@ -67,12 +67,12 @@ def read_stamps(path: str) -> dict[str, list[tuple[float, float]]]:
     return runs
 
 
-def serve_apart(stamps: str) -> Server:
+def serve_apart(stamps: str, script: Path = ROOT / "app.py") -> Server:
     """The app served with its runs stamped into the file `stamps`, on one core, and this process with the chromium
     it starts on the others: a page being drawn takes chromium hundreds of ms of CPU, which would otherwise come out
     of the server's run and be timed with it."""
     os.environ["HOW_LMS_STAMPS"] = stamps  # read by the server process started next
-    server = Server(ROOT / "app.py", ROOT, launcher="benchmarks.stamped_server")
+    server = Server(script, ROOT, launcher="benchmarks.stamped_server")
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) > 1:
         subprocess.run(["taskset", "-a", "-cp", str(cores[0]), str(server.proc.pid)], check=True,

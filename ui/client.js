@@ -22,19 +22,27 @@
   };
 
   // Every display equation fits its column: one wider than its column is scaled down (to half at most)
-  // instead of needing a scrollbar; measured again whenever the page or the window changes.
-  const resized = new ResizeObserver(() => schedule());  // a tab or expander opening gives a width
-  const watched = new WeakSet();
+  // instead of needing a scrollbar. Measuring forces a layout of the whole page, so an equation is measured when it
+  // is new or drawn again, or when it or its column changes size (a tab or expander opening gives it a width), not
+  // on every change of the page: that cost a page tens of ms per control change (issue 47).
+  const unfitted = new Set();
+  const resized = new ResizeObserver((entries) => {
+    for (const entry of entries) unfitted.add(entry.target.closest(".katex-display"));
+    schedule();
+  });
+  const fittedKatex = new WeakMap();  // display -> the equation it holds, once observed
   const fitEquations = () => {
     for (const display of document.querySelectorAll(".katex-display")) {
       const katex = display.querySelector(":scope > .katex");
-      if (!katex) continue;
-      if (!watched.has(display)) {  // the column's width, and the equation's own once its fonts arrive
-        watched.add(display);
-        resized.observe(display);
-        resized.observe(katex);
-      }
-      if (display.clientWidth === 0) continue;
+      if (!katex || fittedKatex.get(display) === katex) continue;
+      if (!fittedKatex.has(display)) resized.observe(display);
+      fittedKatex.set(display, katex);
+      resized.observe(katex);  // the equation's own width, once its fonts arrive
+      unfitted.add(display);
+    }
+    for (const display of unfitted) {
+      const katex = display?.querySelector(":scope > .katex");
+      if (!katex || !katex.isConnected || display.clientWidth === 0) continue;
       if (!katex.dataset.fullSize) katex.dataset.fullSize = getComputedStyle(katex).fontSize;
       const full = parseFloat(katex.dataset.fullSize);
       katex.style.fontSize = "";
@@ -45,14 +53,32 @@
         katex.style.fontSize = `${size.toFixed(1)}px`;
       }
     }
+    unfitted.clear();
   };
   // A chart's title fits its chart: plotly does not wrap titles, so a long one in a narrow column is scaled
-  // down (to half at most) rather than cut at the chart's edge. Plotly redraws the title on every relayout.
+  // down (to half at most) rather than cut at the chart's edge. Plotly redraws the title (its text and font size)
+  // on every relayout: a title is measured again when its text or size is not the one fitted last, or its chart
+  // changed width, since measuring forces a layout of the page.
+  const titleFits = new WeakMap();  // title -> "text|font size" as fitted
+  const fitKey = (title) => `${title.textContent}|${title.style.fontSize}`;
+  const widened = new ResizeObserver((entries) => {
+    for (const entry of entries) {
+      const title = entry.target.querySelector(".gtitle");
+      if (title) titleFits.delete(title);
+    }
+    schedule();
+  });
+  const watchedPlots = new WeakSet();
   const fitTitles = () => {
     for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+      if (!watchedPlots.has(plot)) {
+        watchedPlots.add(plot);
+        widened.observe(plot);
+      }
       const title = plot.querySelector(".gtitle");
+      if (!title || titleFits.get(title) === fitKey(title)) continue;
       const width = plot.getBoundingClientRect().width;
-      if (!title || width === 0) continue;
+      if (width === 0) continue;
       if (!title.dataset.fullSize) title.dataset.fullSize = parseFloat(getComputedStyle(title).fontSize);
       const full = parseFloat(title.dataset.fullSize);
       const room = width - (title.getBoundingClientRect().left - plot.getBoundingClientRect().left) - 8;
@@ -60,6 +86,7 @@
       const needed = title.getBoundingClientRect().width * (full / size);  // the title's width at full size
       size = Math.max(Math.min(full, full * room / needed), full * 0.5);
       title.style.fontSize = `${size.toFixed(1)}px`;
+      titleFits.set(title, fitKey(title));
     }
   };
   // Every chart downloads as SVG and its data as CSV as well as PNG: plotly's camera takes the format from the

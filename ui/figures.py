@@ -377,11 +377,12 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
 
 
 def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,
-            prefix: str = "step ", duration_ms: int = 700) -> go.Figure:
+            prefix: str = "step ", duration_ms: int = 700, layouts: Sequence[dict] | None = None) -> go.Figure:
     """Play the figure through `frames` in the browser, with Play and Pause buttons and a step slider of its
     own; it opens at frames[start]. Each frame lists, for the first traces in order, the attributes it
-    changes; traces after those stay as drawn. Keep frames numeric: plotly validates every frame on every
-    rerun, and colour strings cost far more than numbers."""
+    changes; traces after those stay as drawn; `layouts`, if given, is what each frame changes in the layout (its
+    title, an axis's range). Keep frames numeric: plotly validates every frame on every rerun, and colour strings
+    cost far more than numbers."""
     spec = fig.to_dict()
     for trace, first in zip(spec["data"], frames[start]):
         _merge(trace, first)
@@ -389,8 +390,14 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     spec["frames"] = [{"name": name, "traces": list(range(len(traces))),
                        "data": [dict(update, type=kind) for update, kind in zip(traces, kinds)]}
                       for traces, name in zip(frames, names)]
+    if layouts is not None:
+        _merge(spec["layout"], layouts[start])
+        for frame, layout in zip(spec["frames"], layouts):
+            frame["layout"] = layout
     play = dict(frame=dict(duration=duration_ms, redraw=True), fromcurrent=True, transition=dict(duration=0))
     pause = dict(frame=dict(duration=0, redraw=False), mode="immediate")
+    # plotly draws a frame's layout only on a redraw
+    step = dict(frame=dict(duration=0, redraw=layouts is not None), mode="immediate")
     spec["layout"] |= dict(
         updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.2, xanchor="left", yanchor="top",
                           pad=dict(t=0, r=8), showactive=False,
@@ -398,7 +405,7 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
                                    dict(label="❚❚ Pause", method="animate", args=[[None], pause])])],
         sliders=[dict(active=start, x=0, len=1, y=-0.3, yanchor="top", pad=dict(t=0),
                       currentvalue=dict(prefix=prefix, xanchor="right"),
-                      steps=[dict(label=name, method="animate", args=[[name], pause]) for name in names])],
+                      steps=[dict(label=name, method="animate", args=[[name], step]) for name in names])],
     )
     spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=150)
     return go.Figure(spec, _validate=False)

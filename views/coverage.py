@@ -61,9 +61,18 @@ with page.guard():
                                                for word, positions in word_columns(result.source).items()},
                                        title=f"Coverage c^t summed over each word ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_(j in word) c^t_j", markers=False))
-            figures.show(figures.bars(labels, {"c^t": coverage[t].tolist(), "a^t": result.attention[t].tolist()},
-                                      title=f"Step {t}: coverage before it against its attention ({MODELS[name]})",
-                                      y_title="weight"))
+            # every step as a frame, with its own title and scale: the figure's own slider steps through them in
+            # the browser, from step t
+            heading = f"Step {{}}: coverage before it against its attention ({MODELS[name]})".format
+            bars = figures.bars(labels, {"c^t": coverage[t].tolist(), "a^t": result.attention[t].tolist()},
+                                title=heading(t), y_title="weight")
+            stepped = figures.animate(
+                bars, [[dict(y=coverage[s].tolist()), dict(y=result.attention[s].tolist())] for s in steps],
+                [str(s) for s in steps], t, prefix="step t = ",
+                layouts=[{"title": {"text": heading(s)}, "yaxis": {"range": [0, 1.05 * max(float(coverage[s].max()),
+                                                                                      float(result.attention[s].max()))]}}
+                         for s in steps])
+            figures.show(stepped)
             figures.show(figures.lines(steps, {"covloss_t": result.covloss.tolist()},
                                        title=f"Coverage loss per step, sum {covloss_total:.3f} ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_i min(a_i^t, c_i^t)"))

@@ -161,6 +161,21 @@ def test_a_views_own_slider_reruns_that_view_and_writes_the_url(page):
     assert_no_exception(page)
 
 
+def test_coverage_steps_through_its_decoder_steps_in_the_figure(page):
+    """The step bars hold every decoder step as a frame: the figure's own slider steps, title and all, with no run."""
+    open_url(page, "/coverage")
+    wait_for_plots(page)
+    plot = page.locator(".js-plotly-plot").filter(has=page.locator(".slider-container")).first
+    assert plot.locator(".gtitle").text_content().startswith("Step 3: coverage before it")
+    plot.locator(".slider-container").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("(plot) => plot.querySelector('.gtitle').textContent.startsWith('Step 4:')",
+                           arg=plot.element_handle())
+    assert plot.locator(".slider-container").get_attribute("aria-valuetext") == "step t = 4"
+    assert "step" not in query(page)  # the page's own control, and with it the server, were not involved
+    assert_no_exception(page)
+
+
 def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
     open_url(page, "/scoring_functions")
     before = page.evaluate(FONT_SIZE)

@@ -34,7 +34,13 @@
   const fitEquations = () => {
     for (const display of document.querySelectorAll(".katex-display")) {
       const katex = display.querySelector(":scope > .katex");
-      if (!katex || fittedKatex.get(display) === katex) continue;
+      if (!katex) continue;
+      if (fittedKatex.get(display) === katex) {
+        // reading before any write costs one layout for them all: one that overflows for a reason no observer
+        // saw is fitted again (axe flags a display that scrolls)
+        if (display.scrollWidth > display.clientWidth) unfitted.add(display);
+        continue;
+      }
       if (!fittedKatex.has(display)) resized.observe(display);
       fittedKatex.set(display, katex);
       resized.observe(katex);  // the equation's own width, once its fonts arrive

@@ -169,13 +169,14 @@ def feel(name: str = "feel") -> str:
                      measured(slowest["server_run_ms"], ".0f"), f"{slowest['finished_to_painted_ms']:.0f}",
                      f"{sum(v for k, v in work.items() if k != 'plotly'):.0f}", f"{work.get('plotly', 0):.0f}"])
     summary = record["summary"]
-    bare = results("feel_bare")["pages"][0]["controls"]
+    floor = results("feel_bare")
+    bare = floor["pages"][0]["controls"]
     steps = summary.get("figure_step_ms", {})
     return (f"{day(record)}: median over every control {summary['median_ms']:.0f} ms (target "
             f"{record['targets']['median_ms']}), slowest {summary['slowest_page']} at {summary['slowest_ms']:.0f} ms "
             f"(target {record['targets']['every_page_ms']} for every page); "
             f"{len(record['not_timed'])} controls the script could not drive. A bare Streamlit page with one control "
-            f"of each kind and one chart (`--bare`, {day(results('feel_bare'))}) takes "
+            f"of each kind and one chart (`--bare`, {day(floor)}) takes "
             f"{min(c['input_to_paint_ms'] for c in bare.values()):.0f}-"
             f"{max(c['input_to_paint_ms'] for c in bare.values()):.0f} ms, Streamlit's own floor."
             + (" A step of a figure's own slider, in the browser alone: "

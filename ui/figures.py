@@ -1,6 +1,7 @@
 """One builder per kind of figure, shared by every page. Lecture mode enlarges their text."""
 from __future__ import annotations
 
+import copy
 import functools
 import io
 import pickle
@@ -382,8 +383,8 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     own; it opens at frames[start]. Each frame lists, for the first traces in order, the attributes it
     changes; traces after those stay as drawn; `layouts`, if given, is what each frame changes in the layout (its
     title, an axis's range). Keep frames numeric: plotly validates every frame on every rerun, and colour strings
-    cost far more than numbers."""
-    spec = fig.to_dict()
+    cost far more than numbers. fig itself is left as it was: it may be a shared figure (see shared)."""
+    spec = copy.deepcopy(fig.to_dict())  # a shared figure's to_dict is its own spec, not a copy
     for trace, first in zip(spec["data"], frames[start]):
         _merge(trace, first)
     kinds = [trace.get("type", "scatter") for trace in spec["data"]]

@@ -132,8 +132,9 @@ class Page:
         the open one runs: moving a control of the page then computes, sends and draws that tab alone, not all of
         them with their hidden figures (issue 47). The open tab is in the URL, so a link or a lecture shows it.
 
-        A link naming a hidden tab's control (`?offset=7`, from before tabs ran alone) opens that tab, and the
-        parameters of the other tabs' controls stay in the URL until their tab is opened and reads them."""
+        A link naming a hidden tab's control (`?offset=7`, from before tabs ran alone) opens that tab. The other
+        tabs' parameters are not flagged as unknown; once their tab is hidden they leave the URL, which shows what is
+        drawn, and their controls keep their values for when the tab opens again."""
         labels = list(views)
         owned = {name for _, names in views.values() for name in names}
         st.session_state[BOUND_PARAMS].update(owned | {TAB})

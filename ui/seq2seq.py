@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+import plotly.graph_objects as go
+
 from engine.seq2seq.dates import MAX_SOURCE
 from engine.seq2seq.decode import unknown_characters
 from ui import figures, tables
@@ -35,6 +38,24 @@ def attention_heatmap(weights, source: str, output: str, title: str, x_title: st
     """Rows: decoding steps; columns: source positions; each row sums to 1."""
     figures.show(figures.heatmap(weights.numpy(), char_labels(source), output_labels(output, len(weights)), title,
                                  x_title=x_title, y_title=y_title, annotate=False))
+
+
+@figures.shared
+def coverage_steps(labels: list[str], coverage: np.ndarray, attention: np.ndarray, start: int,
+                   model: str) -> go.Figure:
+    """c^t before each step against the step's attention a^t, one pair of bars per source character: every step
+    a frame with its own title and scale, which the figure's own slider steps through in the browser from `start`.
+    Once per server for each translation and step: its frames are most of a coverage page's run."""
+    heading = f"Step {{}}: coverage before it against its attention ({model})".format
+    steps = range(len(coverage))
+    bars = figures.bars(labels, {"c^t": coverage[start].tolist(), "a^t": attention[start].tolist()},
+                        title=heading(start), y_title="weight")
+    return figures.animate(
+        bars, [[dict(y=coverage[s].tolist()), dict(y=attention[s].tolist())] for s in steps],
+        [str(s) for s in steps], start, prefix="step t = ",
+        layouts=[{"title": {"text": heading(s)},
+                  "yaxis": {"range": [0, 1.05 * max(float(coverage[s].max()), float(attention[s].max()))]}}
+                 for s in steps])
 
 
 def checked_input(page, text: str) -> str:

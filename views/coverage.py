@@ -7,7 +7,15 @@ from ui import figures
 from ui.defaults import DISTRACTED_SEED, distracted_metrics
 from ui.loaders import distracted_dates, seq2seq_checkpoint, translated
 from ui.page import Page, equations
-from ui.seq2seq import LABEL_KEY, attention_heatmap, char_labels, checked_input, metrics_table, word_columns
+from ui.seq2seq import (
+    LABEL_KEY,
+    attention_heatmap,
+    char_labels,
+    checked_input,
+    coverage_steps,
+    metrics_table,
+    word_columns,
+)
 
 page = Page("coverage")
 weight = seq2seq_checkpoint("additive_coverage")[0].config.coverage_weight
@@ -61,18 +69,7 @@ with page.guard():
                                                for word, positions in word_columns(result.source).items()},
                                        title=f"Coverage c^t summed over each word ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_(j in word) c^t_j", markers=False))
-            # every step as a frame, with its own title and scale: the figure's own slider steps through them in
-            # the browser, from step t
-            heading = f"Step {{}}: coverage before it against its attention ({MODELS[name]})".format
-            bars = figures.bars(labels, {"c^t": coverage[t].tolist(), "a^t": result.attention[t].tolist()},
-                                title=heading(t), y_title="weight")
-            stepped = figures.animate(
-                bars, [[dict(y=coverage[s].tolist()), dict(y=result.attention[s].tolist())] for s in steps],
-                [str(s) for s in steps], t, prefix="step t = ",
-                layouts=[{"title": {"text": heading(s)}, "yaxis": {"range": [0, 1.05 * max(float(coverage[s].max()),
-                                                                                      float(result.attention[s].max()))]}}
-                         for s in steps])
-            figures.show(stepped)
+            figures.show(coverage_steps(labels, coverage.numpy(), result.attention.numpy(), t, MODELS[name]))
             figures.show(figures.lines(steps, {"covloss_t": result.covloss.tolist()},
                                        title=f"Coverage loss per step, sum {covloss_total:.3f} ({MODELS[name]})",
                                        x_title="step t", y_title="Σ_i min(a_i^t, c_i^t)"))

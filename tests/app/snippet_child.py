@@ -17,10 +17,17 @@ import socket
 import sys
 import traceback
 
-import ipykernel.kernelapp  # noqa: F401  loaded once here, as the libraries every snippet's engine imports
+# loaded once here: the libraries every snippet's engine imports, the notebook's figure cell (plotly.express brings
+# pandas, a second of import each time) and gensim's parts the engine reads through engine.gensim_data
+import gensim.corpora.wikicorpus  # noqa: F401
+import gensim.models  # noqa: F401
+import ipykernel.kernelapp  # noqa: F401
 import numba  # noqa: F401
 import numpy  # noqa: F401
+import plotly.express  # noqa: F401
+import plotly.graph_objects  # noqa: F401
 import scipy.sparse  # noqa: F401
+import scipy.stats  # noqa: F401
 import torch  # noqa: F401
 
 LIBRARIES = [p for p in sys.path[1:] if p]  # not this file's folder

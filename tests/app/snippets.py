@@ -2,12 +2,12 @@
 and read back every value they named (tests/app/test_code_views.py compares them with the page's).
 
 The snippet's process and the notebook's kernel are forked from a zygote (snippet_child.py, started once per
-test process) that has imported numpy, torch, numba, scipy and ipykernel and nothing of the project: new
-processes whose interpreters have run no code of ours, so every import a snippet or a cell makes still runs,
-without paying two to three seconds of library imports 140 times. The kernel is an ordinary IPython kernel that
-nbclient starts, talks to and stops through a kernelspec (kernel_launcher.py asks the zygote for it). Their
-path holds the engine as an installed package would (a folder with a link to it), never the checkout, so
-`streamlit` and `ui` cannot be imported by accident; the dump asserts they were not. The snippet runs while
+test process) that has imported numpy, torch, numba, scipy, gensim, plotly, pandas and ipykernel and nothing of
+the project: new processes whose interpreters have run no code of ours, so every import of the engine a snippet
+or a cell makes still runs, without paying seconds of library imports 140 times. The kernel is an ordinary
+IPython kernel that nbclient starts, talks to and stops through a kernelspec (kernel_launcher.py asks the zygote
+for it). Their path holds the engine as an installed package would (a folder with a link to it), never the
+checkout, so `streamlit` and `ui` cannot be imported by accident; the dump asserts they were not. The snippet runs while
 the notebook does.
 """
 from __future__ import annotations

@@ -31,6 +31,11 @@ from ui import defaults
 from ui.boundary import NOTICE
 from ui.catalog import PAGES
 defaults.begin = lambda: None
+# a server scans the installed distributions for Streamlit components once, as it starts; AppTest scans on each
+# new session (over a second each here), so the probe scans once, as tests/conftest.py does for the suite
+import functools
+from streamlit.components.v2 import manifest_scanner
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 locked = set()
 class Recorded:  # the lock, noting what is imported while it is held
     def __init__(self, lock):

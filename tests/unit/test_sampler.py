@@ -116,12 +116,11 @@ def test_draw_next_falls_where_its_uniform_number_does_and_follows_the_distribut
     total; over 20,000 draws every token's frequency is its probability, and a filtered-out token never comes."""
     logits = torch.randn(1, 300, generator=torch.Generator().manual_seed(3)) * 2
     generator, again = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
-    counts = torch.zeros(300)
-    for _ in range(20_000):
-        token, distribution = draw_next(logits, temperature, top_k, generator, top_p)
-        u = float(torch.rand(1, 1, generator=again)) * float(distribution.cumsum(-1)[0, -1])
-        assert int(token) == int((distribution.cumsum(-1)[0] <= u).sum())
-        counts[int(token)] += 1
+    # 20,000 rows of the same logits in one call: one uniform number per row, drawn in order from the generator
+    token, distribution = draw_next(logits.expand(20_000, -1), temperature, top_k, generator, top_p)  # (20000, 1)
+    u = torch.rand(20_000, 1, generator=again) * distribution.cumsum(-1)[:, -1:]
+    assert torch.equal(token[:, 0], (distribution.cumsum(-1) <= u).sum(-1))
+    counts = torch.bincount(token[:, 0], minlength=300).float()
     expected = sampling_distribution(logits, temperature, top_k, top_p)[0]
     assert counts[expected == 0].sum() == 0
     assert (counts / 20_000 - expected).abs().max() < 4 * math.sqrt(0.25 / 20_000)  # four binomial sigmas at most

@@ -350,7 +350,7 @@ def main() -> int:
         print(f"the server's start-up work done after {server.wait_idle():.0f} s")
         with chromium() as browser:
             for slug in slugs:
-                tab = new_tab(browser, server.url)
+                tab = new_tab(browser, server.url, endless_animations=True)
                 tab.add_init_script(IN_PAGE)
                 open_url(tab, f"/{slug}")
                 controls = page_controls(tab)
@@ -363,7 +363,7 @@ def main() -> int:
                         problems.append(f"{slug} {kind} {key}: {type(error).__name__}: {str(error)[:200]}")
                         print("  could not time", problems[-1])
                         tab.context.close()
-                        tab = new_tab(browser, server.url)
+                        tab = new_tab(browser, server.url, endless_animations=True)
                         tab.add_init_script(IN_PAGE)
                         open_url(tab, f"/{slug}")
                         continue

@@ -33,6 +33,20 @@ import torch  # noqa: F401
 LIBRARIES = [p for p in sys.path[1:] if p]  # not this file's folder
 
 
+def draw_each_kind_once() -> None:
+    """Plotly builds each trace type's validators, and a figure's first display its renderers, on first use: about
+    a second in every kernel that draws the notebook's figure. Drawn here once, the forked kernels inherit them."""
+    import numpy as np
+    import plotly.express as px
+    import plotly.graph_objects as go
+
+    grid = np.arange(6.0).reshape(2, 3)
+    figures = [px.imshow(grid, text_auto=".2f"), px.bar(x=["a", "b"], y=[1, 2]), px.line(x=[1, 2], y=[3, 4]),
+               px.scatter(x=[1, 2], y=[1, 2]), go.Figure([go.Heatmap(z=grid), go.Scatter(x=[1], y=[2]), go.Bar(y=[1])])]
+    for figure in figures:
+        figure._repr_mimebundle_()
+
+
 def work(request: dict) -> int:
     """In the forked process: the request's environment, folder and path, then its snippet or kernel."""
     os.environ.clear()
@@ -98,4 +112,5 @@ def serve(path: str) -> None:
 
 
 if __name__ == "__main__":
+    draw_each_kind_once()
     serve(sys.argv[1])

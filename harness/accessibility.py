@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextlib
 import re
 
+from harness.browser import within
+
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 BLOCKING = ("serious", "critical")  # issue 30's goal: none of these
 TEXT_CONTRAST = 4.5  # WCAG 1.4.3, normal-size text
 
 _AXE_SCRIPT: list[str] = []
+AXE_RUN = within("options => axe.run(document, options).then(r => r.violations)", "axe-core's run")
 
 
 def axe_violations(tab) -> list[dict]:
@@ -25,7 +28,7 @@ def axe_violations(tab) -> list[dict]:
     if tab.evaluate("typeof axe === 'undefined'"):  # once per document: Streamlit moves between pages in place
         tab.evaluate(_AXE_SCRIPT[0])
     options = {"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]}
-    return tab.evaluate("options => axe.run(document, options).then(r => r.violations)", options)
+    return tab.evaluate(AXE_RUN, options)
 
 
 def blocking(violations: list[dict]) -> list[str]:

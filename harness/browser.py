@@ -4,6 +4,7 @@ and the benchmarks (screenshots, accessibility) use these; harness.arrival has t
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -25,6 +26,7 @@ DRAWN = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
 
 VIEWPORT = {"width": 1400, "height": 900}  # narrower windows collapse the sidebar and its links become inert
 WAKE_MS = 250  # the longest a wait for the server's next message lasts before the counter is read again
+PROMISE_S = 60  # the longest a promise evaluated in a tab may take (within): playwright's evaluate has no limit
 RUN_S = 150  # a page's run on a cold cache (the Wikipedia sample: 6 s alone) with both cores busy with tests
 # Streamlit's spinner and loading skeletons animate for as long as a run lasts: about 0.1 core-second every second
 # for each waiting tab, taken from the server on the machine that runs both (a real student's browser runs on
@@ -34,6 +36,20 @@ ONE_CYCLE = """document.addEventListener("DOMContentLoaded", () => {
   style.textContent = "*, *::before, *::after { animation-iteration-count: 1 !important; }";
   document.head.append(style);
 });"""
+
+
+def within(promise: str, what: str, seconds: float = PROMISE_S) -> str:
+    """`promise`, the source of a function of one argument that returns a promise, as one that fails after `seconds`
+    with an error naming `what`: playwright waits on an evaluated promise without a limit, so a tab that stopped
+    drawing would hold its test, and CI, for good instead of failing it."""
+    error = json.dumps(f"{what} did not finish within {seconds:g} s")
+    return (f"arg => new Promise((done, fail) => {{ const timer = setTimeout(() => fail(new Error({error})), "
+            f"{seconds * 1000:.0f}); ({promise})(arg).then(value => {{ clearTimeout(timer); done(value); }}, "
+            f"error => {{ clearTimeout(timer); fail(error); }}); }})")
+
+
+TWO_FRAMES = within("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))",
+                    "two animation frames")
 
 
 @contextmanager
@@ -121,7 +137,7 @@ def drawn(tab) -> None:
     """Wait until the browser has drawn what the server sent (two animation frames, no element still waiting for
     its code) and the app is idle: what the page shows is the finished run's, not one in progress (whose elements
     of the run before are faded), and no run of its own is to be waited for."""
-    tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    tab.evaluate(TWO_FRAMES)
     tab.wait_for_selector(IDLE, timeout=RUN_S * 1000)
     tab.wait_for_function(DRAWN, timeout=RUN_S * 1000)
 

@@ -21,6 +21,7 @@ from harness.accessibility import (
     unnamed_controls,
     unnamed_figures,
 )
+from harness.browser import within
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
@@ -105,6 +106,18 @@ def test_every_page_opens_from_the_sidebar_and_its_main_control_writes_the_url(w
     wait_for_plots(page)
     assert_clean(page, EXPECTED_WARNINGS.get(info.slug, ()))
     screenshot(page, info.slug)
+
+
+def test_a_promise_evaluated_within_a_limit_fails_when_it_never_settles(walker):
+    """The harness's waits on the tab's own promises (two frames, axe-core's run) end in a failure that names them
+    instead of holding the test for good."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    assert walker.evaluate(within("x => Promise.resolve(x + 1)", "adding one", 0.5), 41) == 42
+    with pytest.raises(PlaywrightError, match="a promise that never settles did not finish within 0.5 s"):
+        walker.evaluate(within("() => new Promise(() => {})", "a promise that never settles", 0.5))
+    with pytest.raises(PlaywrightError, match="its own error"):  # the promise's own failure passes through
+        walker.evaluate(within("() => Promise.reject(new Error('its own error'))", "a failing promise", 0.5))
 
 
 def test_a_shared_link_reopens_the_view(page):

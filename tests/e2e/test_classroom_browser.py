@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from harness.accessibility import axe_violations, blocking
+from harness.browser import within
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
@@ -73,8 +74,8 @@ def tab_at(browser, app_url):
         context.close()
 
 
-FONTS_AND_A_FRAME = ("() => document.fonts.ready.then(() => new Promise(done => "
-                     "requestAnimationFrame(() => requestAnimationFrame(done))))")
+FONTS_AND_A_FRAME = within("() => document.fonts.ready.then(() => new Promise(done => "
+                           "requestAnimationFrame(() => requestAnimationFrame(done))))", "the fonts and two frames")
 
 
 def layout_problems(tab, slug: str, height: int, arrive) -> list[str]:

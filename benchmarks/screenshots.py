@@ -14,7 +14,7 @@ from pathlib import Path
 from PIL import Image
 
 from benchmarks import smollm_present
-from harness.browser import assert_clean, chromium, new_tab, open_url, save_screenshot
+from harness.browser import TWO_FRAMES, assert_clean, chromium, new_tab, open_url, save_screenshot
 from serve.process import Server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def take(browser, url: str, shot: Shot, raw: Path) -> Path:
         open_url(tab, shot.url)
         tab.locator(shot.shows).first.wait_for(timeout=30_000)  # plotly mounts after the run has finished
         tab.wait_for_function(DRAWN, timeout=30_000)
-        tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        tab.evaluate(TWO_FRAMES)
         assert_clean(tab)
         save_screenshot(tab, raw, whole_page=False)
         box = crop_box(tab, shot) if shot.crop else None

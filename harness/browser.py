@@ -48,8 +48,8 @@ def within(promise: str, what: str, seconds: float = PROMISE_S) -> str:
             f"error => {{ clearTimeout(timer); fail(error); }}); }})")
 
 
-TWO_FRAMES = within("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))",
-                    "two animation frames")
+FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"  # two drawn frames
+TWO_FRAMES = within(FRAMES, "two animation frames")
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from harness.accessibility import axe_violations, blocking
-from harness.browser import within
+from harness.browser import FRAMES, within
 from tests.e2e.conftest import (
     HAVE_CHROMIUM,
     NO_CHROMIUM,
@@ -74,8 +74,7 @@ def tab_at(browser, app_url):
         context.close()
 
 
-FONTS_AND_A_FRAME = within("() => document.fonts.ready.then(() => new Promise(done => "
-                           "requestAnimationFrame(() => requestAnimationFrame(done))))", "the fonts and two frames")
+FONTS_AND_A_FRAME = within(f"() => document.fonts.ready.then({FRAMES})", "the fonts and two frames")
 
 
 def layout_problems(tab, slug: str, height: int, arrive) -> list[str]:

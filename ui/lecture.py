@@ -252,6 +252,9 @@ def _code(raw: str | None) -> str | None:
 def control(pages: Mapping[str, st.Page], current: st.Page) -> None:
     """The sidebar's "Live lecture" control, then, for a follower, the move to the lecturer's view."""
     if (sessions := _sessions()) is None:
+        if JOIN in st.query_params:  # a lecture's link opened on a server without lectures
+            st.toast(f"Ignored URL parameter `{JOIN}`: this server runs no live lectures.", icon=":material/link_off:")
+            del st.query_params[JOIN]
         return
     with st.sidebar.expander("Live lecture", icon=":material/co_present:", expanded=JOIN in st.query_params):
         if (lead := _lead()) is not None:
@@ -330,7 +333,8 @@ def _follow(sessions: _Sessions, pages: Mapping[str, st.Page], current: st.Page)
     code = _code(st.query_params[JOIN])
     lecture = code and sessions.lectures.snapshot(code)
     if not lecture or lecture.ended:
-        st.toast(f"Lecture {str(st.query_params[JOIN])[:12]} has ended or does not exist: you are on your own.",
+        st.toast(f"Lecture {str(st.query_params[JOIN])[:12]!r} (URL parameter `{JOIN}`) has ended or does not exist: "
+                 "you are on your own.",
                  icon=":material/info:")
         del st.query_params[JOIN]
         st.session_state.pop(FOLLOW, None)

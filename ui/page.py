@@ -136,8 +136,7 @@ class Page:
         tabs' parameters are not flagged as unknown; once their tab is hidden they leave the URL, which shows what is
         drawn, and their controls keep their values for when the tab opens again."""
         labels = list(views)
-        owned = {name for _, names in views.values() for name in names}
-        st.session_state[BOUND_PARAMS].update(owned | {TAB})
+        st.session_state[BOUND_PARAMS].add(TAB)
         st.session_state[DRAWN_PARAMS].add(TAB)  # another page opens at its own first tab
         raw = st.query_params.get(TAB)
         if raw is None and TAB not in st.session_state:
@@ -148,8 +147,13 @@ class Page:
         if raw is not None and raw not in labels:
             self.notice(f"URL parameter `{TAB}={raw[:40]}` is not one of {', '.join(labels)}; "
                         f"showing {st.session_state[TAB]}.")
-        for (draw, _), container in zip(views.values(), containers):
-            if EVERY_TAB or container.open:
+        shown = [EVERY_TAB or container.open for container in containers]
+        # a hidden tab's controls keep their parameters; an open tab's are bound as it draws them, as any control is
+        # (one past a refused input is flagged, as on a page without tabs)
+        st.session_state[BOUND_PARAMS].update(name for (_, names), on in zip(views.values(), shown) if not on
+                                              for name in names)
+        for (draw, _), container, on in zip(views.values(), containers, shown):
+            if on:
                 with container:
                     draw()
 
@@ -222,6 +226,6 @@ def flag_unknown_params() -> None:
     # input) keeps its parameter: Streamlit owns it, and drawing the control again restores its value
     drawn = st.session_state.get(DRAWN_PARAMS, set())
     for name in [n for n in st.query_params if n not in owned and n not in drawn]:
-        st.toast(f"Ignored URL parameter `{name[:40]}`: this page has no such control.", icon=":material/link_off:")
+        st.toast(f"Ignored URL parameter `{name[:40]}`: this page shows no such control.", icon=":material/link_off:")
         del st.query_params[name]
     st.session_state[BOUND_PARAMS] = set()

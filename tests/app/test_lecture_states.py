@@ -45,6 +45,13 @@ def test_without_a_key_nothing_of_the_lecture_is_drawn():
     assert_clean(at)
 
 
+def test_without_a_key_a_lectures_link_says_its_code_is_ignored():
+    at = open_page("online_softmax", join="")  # hypothesis's URL test found this link silent
+    assert_clean(at)
+    assert [t.value for t in at.toast] == ["Ignored URL parameter `join`: this server runs no live lectures."]
+    assert "join" not in at.query_params
+
+
 def test_a_lecture_from_the_key_to_the_end(lectures_on):
     guesser = open_page("flash_attention")
     for _ in range(5):

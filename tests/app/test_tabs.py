@@ -44,3 +44,10 @@ def test_a_tab_the_page_does_not_have_is_named_and_the_first_shown():
     assert any("`tab=Nowhere` is not one of Rotation" in i.value for i in at.info)
     assert list(figures(at)) == [ROTATION]
 
+
+
+def test_an_open_tabs_control_past_a_refused_input_is_named_as_on_a_page_without_tabs():
+    at = open_page("rope", prompt="", token="3")  # SmolLM2's tab opens, and reads no prompt: no token to choose
+    assert_clean(at)
+    assert [t.value for t in at.toast] == ["Ignored URL parameter `token`: this page shows no such control."]
+    assert "token" not in at.query_params and at.query_params["prompt"] == ""

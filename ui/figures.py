@@ -377,6 +377,32 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
     return _specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
 
 
+GROWN_MAX_NUMBERS = 60_000  # a tree whose steps would send more numbers than this is drawn whole, without steps
+
+
+def grown(fig: go.Figure) -> go.Figure:
+    """A tree drawn left to right by `tree`, with a step slider of its own: step d draws the nodes of depth at most d
+    and the edges to them, the search as it stood after d steps (every prefix of at most d tokens it expanded). It
+    opens at the whole tree. A tree too large to send once per step is returned as drawn."""
+    spec = copy.deepcopy(fig.to_dict())  # a shared figure's to_dict is its own spec
+    faded, kept, nodes = (spec["data"][i]["x"] for i in range(3))  # an edge is (parent x, child x, None); x = depth
+    deepest = int(max(nodes))
+    if deepest == 0 or (deepest + 1) * (len(faded) + len(kept) + len(nodes)) > GROWN_MAX_NUMBERS:
+        return fig  # nothing to step through, or too much to send
+
+    def edges_to(xs: list, depth: int) -> list:
+        return [x if xs[i - i % 3 + 1] <= depth else None for i, x in enumerate(xs)]
+
+    frames = [[dict(x=edges_to(faded, d)), dict(x=edges_to(kept, d)), dict(x=[x if x <= d else None for x in nodes])]
+              for d in range(deepest + 1)]
+    rows = spec["data"][2]["y"]
+    pad = 0.5 + 0.04 * (max(rows) - min(rows))  # room for a marker at either end, as autorange leaves
+    # fixed, so that a step's fewer nodes do not rescale the tree on a redraw (Play)
+    spec["layout"]["yaxis"] |= dict(autorange=False, range=[max(rows) + pad, min(rows) - pad])
+    return animate(go.Figure(spec, _validate=False), frames, [str(d) for d in range(deepest + 1)], deepest,
+                   prefix="step ")
+
+
 def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,
             prefix: str = "step ", duration_ms: int = 700, layouts: Sequence[dict] | None = None) -> go.Figure:
     """Play the figure through `frames` in the browser, with Play and Pause buttons and a step slider of its

@@ -28,6 +28,23 @@ def test_default_search_table_and_winners_match_the_engine():
     assert any(title.startswith(f"beam search: {len(tree.nodes):,} nodes") for title in figures(at))
 
 
+def test_the_trees_own_slider_steps_through_the_search_as_the_engine_grew_it():
+    at = open_page("decoding_lab", W="3", T="12")
+    assert_clean(at)
+    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "additive.pt")[0], DEFAULT_TEXT)
+    tree = search(model, "beam", 3, 12, pruned_shown=6)
+    spec = next(spec for title, spec in figures(at).items() if title.startswith("beam search:"))
+    depths = [n.depth for n in tree.nodes]
+    assert [s["label"] for s in spec["layout"]["sliders"][0]["steps"]] == [str(d) for d in range(max(depths) + 1)]
+    assert spec["layout"]["sliders"][0]["active"] == max(depths)  # it opens at the whole tree
+    assert all(x is not None for x in spec["data"][2]["x"])
+    for d, frame in enumerate(spec["frames"]):
+        edges = frame["data"][0]["x"] + frame["data"][1]["x"]
+        shown = sum(x is not None for x in frame["data"][2]["x"])
+        assert shown == sum(depth <= d for depth in depths)  # every prefix of at most d tokens, kept or pruned
+        assert sum(x is not None for x in edges) == 2 * (shown - 1)  # each node but the root hangs from its parent
+
+
 def test_default_input_shows_the_penalties_at_work():
     """At the defaults raw log P prefers a skipped digit and GNMT's penalties pick the right date; the page
     says so beside the table."""

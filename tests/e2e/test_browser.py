@@ -189,6 +189,27 @@ def test_coverage_steps_through_its_decoder_steps_in_the_figure(page):
     assert_no_exception(page)
 
 
+# the node markers plotly drew in a tree (figures.tree: edges, edges, then the nodes' trace)
+TREE_NODES = "(plot) => plot.querySelectorAll('.scatterlayer .trace')[2].querySelectorAll('path.point').length"
+
+
+def test_the_search_tree_steps_back_through_the_search_in_the_figure(page):
+    """The decoding lab's tree holds every step of the search as a frame: a step back hides the deepest prefixes."""
+    open_url(page, "/decoding_lab")
+    wait_for_plots(page)
+    plot = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text="beam search:")).first
+    slider = plot.locator(".slider-container")
+    assert slider.get_attribute("aria-valuetext") == "step 12"  # it opens at the whole tree
+    whole = plot.evaluate(TREE_NODES)
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("(plot) => plot.querySelector('.slider-container').getAttribute('aria-valuetext') "
+                           "=== 'step 11'", arg=plot.element_handle())
+    page.wait_for_function(f"(plot) => ({TREE_NODES})(plot) < {whole}", arg=plot.element_handle())
+    assert 0 < plot.evaluate(TREE_NODES) < whole
+    assert_no_exception(page)
+
+
 def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
     open_url(page, "/scoring_functions")
     before = page.evaluate(FONT_SIZE)

@@ -345,9 +345,10 @@ def _tree_layout(nodes: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
 
 @shared
 def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", height: int | None = None,
-         colorscale: str = palette.SEQUENTIAL, down: bool = False) -> go.Figure:
+         colorscale: str = palette.SEQUENTIAL, down: bool = False, steps: bool = False) -> go.Figure:
     """A tree drawn left to right (or top down): edges, then nodes coloured by value with their labels
-    and hover text. Children keep the order they have in nodes."""
+    and hover text. Children keep the order they have in nodes. `steps` (left to right only) gives it a slider of
+    its own through its depths (_grown), built once with the figure."""
     position = _tree_layout(nodes)
     if down:
         position = {k: (y, x) for k, (x, y) in position.items()}
@@ -374,17 +375,18 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
     right = max(x for x, _ in position.values())
     layout = dict(xaxis=_axis(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2]),
                   yaxis=_axis(visible=False, autorange="reversed"))
-    return _specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+    fig = _specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+    return _grown(fig) if steps and not down else fig
 
 
 GROWN_MAX_NUMBERS = 60_000  # a tree whose steps would send more numbers than this is drawn whole, without steps
 
 
-def grown(fig: go.Figure) -> go.Figure:
+def _grown(fig: go.Figure) -> go.Figure:
     """A tree drawn left to right by `tree`, with a step slider of its own: step d draws the nodes of depth at most d
     and the edges to them, the search as it stood after d steps (every prefix of at most d tokens it expanded). It
     opens at the whole tree. A tree too large to send once per step is returned as drawn."""
-    spec = copy.deepcopy(fig.to_dict())  # a shared figure's to_dict is its own spec
+    spec = fig.to_dict()
     faded, kept, nodes = (spec["data"][i]["x"] for i in range(3))  # an edge is (parent x, child x, None); x = depth
     deepest = int(max(nodes))
     if deepest == 0 or (deepest + 1) * (len(faded) + len(kept) + len(nodes)) > GROWN_MAX_NUMBERS:

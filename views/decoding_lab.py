@@ -158,8 +158,8 @@ def show_search(stepper) -> None:
                                   stepper.label(n.token) if n.status != "pruned" else "",
                                   _hover(n, finished.get(n.id), label, tree), n.cum_log_p, faded=n.status == "pruned")
                  for n in tree.nodes]
-        figures.show(figures.grown(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} "
-                                                "finished", colour_title="log P of prefix")))
+        figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
+                                  colour_title="log P of prefix", steps=True))
         st.caption("The tree's own slider steps through the search: step t shows every prefix of at most t tokens "
                    "it expanded, the beam and what it dropped.")
     with right:

@@ -148,8 +148,12 @@ def run_notebook(notebook: str, names: list[str], folder: Path) -> dict:
     book = nbformat.reads(notebook, as_version=4)
     book.cells.append(nbformat.v4.new_code_cell(_dumping("", out, names)))
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(installed(folder)), "ZYGOTE_SOCKET": str(_zygote() / "socket")}
-    manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(
-        kernel_dirs=[str(_zygote() / "kernels")]))
+    # over Unix sockets in the zygote's folder, not TCP: jupyter_client picks free TCP ports and closes them, and the
+    # kernel binds them a moment later, by when another process of the suite (the other worker's kernel, a server)
+    # can hold one ("Address already in use", then nbclient's "Kernel died before replying to kernel_info"). The
+    # path is absolute: the kernel runs in folder, the client here.
+    manager = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(_zygote() / "kernel"),
+                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(_zygote() / "kernels")]))
     try:
         NotebookClient(book, km=manager, timeout=TIMEOUT_S, resources={"metadata": {"path": str(folder)}}).execute(
             env=env)

@@ -5,6 +5,7 @@ import torch
 
 from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_seq2seq
+from engine.seq2seq.pointer_network import PointerNetwork
 from engine.seq2seq.train import CHECKPOINTS
 from tests.app.conftest import assert_clean, figures, metric, open_page, trace
 
@@ -88,6 +89,22 @@ def test_pointer_network_page_sorts_typed_numbers_and_refuses_words():
     bad = open_page("pointer_network", numbers="0.4, abc")
     assert_clean(bad)
     assert "'abc' is not a number" in bad.warning[0].value
+
+
+def test_a_second_student_on_the_pointer_network_gets_its_answer_without_a_forward_pass(monkeypatch):
+    """A set's forward pass runs once per server (issue 47), and the cached answer is the network's own."""
+    passes = []
+
+    def counted(self, inputs):
+        passes.append(inputs.tolist())
+        return forward(self, inputs)
+    forward = PointerNetwork.forward
+    monkeypatch.setattr(PointerNetwork, "forward", counted)
+    sessions = [open_page("pointer_network", n="13", seed="41") for _ in range(2)]
+    for at in sessions:
+        assert_clean(at)
+    assert sessions[0].subheader[0].value == sessions[1].subheader[0].value
+    assert len(passes) <= 1
 
 
 def test_cross_attention_page_equals_the_decoder():

@@ -75,6 +75,17 @@ def open_page(slug: str | None = None, **params: str) -> AppTest:
     return at
 
 
+def count_calls(monkeypatch, owner, name: str) -> list[tuple]:
+    """The arguments of every call of owner.name from now on (each still runs): what a page computed."""
+    calls, real = [], getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     # an exception the page's boundary caught (ui/boundary.py) shows as this notice, its traceback in the log

@@ -13,7 +13,7 @@ from engine.embeddings.huffman import huffman_tree, word_probability
 from engine.embeddings.train import CHECKPOINTS
 from engine.embeddings.vectors import WordVectors
 from engine.embeddings.word2vec import load_model
-from tests.app.conftest import assert_clean, button, figures, metric, open_page, texts, trace
+from tests.app.conftest import assert_clean, button, count_calls, figures, metric, open_page, texts, trace
 
 SMALL_RUN = {"dim": "10", "epochs": "1"}  # Lee news, one epoch at d = 10: seconds, not minutes
 
@@ -128,13 +128,7 @@ def test_skipgram_training_stays_finite_on_a_long_sentence_at_the_defaults():
 def test_a_second_student_on_skipgram_pairs_gets_the_same_fit_without_its_gradient_steps(monkeypatch):
     """A setting's fit runs once per server (issue 47): each student's run of the default view took its 100
     gradient steps again (17 ms), 3.9% of the server's samples under a class of 300 (py-spy)."""
-    fits = []
-
-    def counted(*args, **kwargs):
-        fits.append(args)
-        return fit(*args, **kwargs)
-    fit = softmax.fit_sentence
-    monkeypatch.setattr(softmax, "fit_sentence", counted)
+    fits = count_calls(monkeypatch, softmax, "fit_sentence")
     sessions = [open_page("skipgram_pairs", steps="40") for _ in range(2)]
     for at in sessions:
         assert_clean(at)

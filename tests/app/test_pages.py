@@ -9,7 +9,7 @@ import pytest
 
 from engine.attention import kernel_regression as kr
 from engine.positions import decoupled
-from tests.app.conftest import assert_clean, compiles, open_page
+from tests.app.conftest import assert_clean, compiles, count_calls, open_page
 from tests.unit.test_palettes import assert_not_by_colour_alone
 from ui.catalog import PAGES, SOURCE_CODES
 
@@ -179,13 +179,7 @@ def test_decoupled_rope_absorbed_equals_explicit(source):
 
 def test_a_second_student_on_decoupled_rope_gets_the_same_numbers_without_building_the_weights(monkeypatch):
     """A setting's weights and both forms of attention are built once per server (issue 47)."""
-    builds = []
-
-    def counted(cfg, seed):
-        builds.append(cfg)
-        return init_mla(cfg, seed)
-    init_mla = decoupled.init_mla
-    monkeypatch.setattr(decoupled, "init_mla", counted)
+    builds = count_calls(monkeypatch, decoupled, "init_mla")
     sessions = [open_page("decoupled_rope", T="11", dc="37") for _ in range(2)]
     for at in sessions:
         assert_clean(at)

@@ -7,7 +7,7 @@ from engine.seq2seq.decode import translate
 from engine.seq2seq.model import load_seq2seq
 from engine.seq2seq.pointer_network import PointerNetwork
 from engine.seq2seq.train import CHECKPOINTS
-from tests.app.conftest import assert_clean, figures, metric, open_page, trace
+from tests.app.conftest import assert_clean, count_calls, figures, metric, open_page, trace
 
 
 def model(name: str):
@@ -93,13 +93,7 @@ def test_pointer_network_page_sorts_typed_numbers_and_refuses_words():
 
 def test_a_second_student_on_the_pointer_network_gets_its_answer_without_a_forward_pass(monkeypatch):
     """A set's forward pass runs once per server (issue 47), and the cached answer is the network's own."""
-    passes = []
-
-    def counted(self, inputs):
-        passes.append(inputs.tolist())
-        return forward(self, inputs)
-    forward = PointerNetwork.forward
-    monkeypatch.setattr(PointerNetwork, "forward", counted)
+    passes = count_calls(monkeypatch, PointerNetwork, "forward")
     sessions = [open_page("pointer_network", n="13", seed="41") for _ in range(2)]
     for at in sessions:
         assert_clean(at)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from engine.attention import kernel_regression as kr
-from engine.positions import decoupled
+from engine.positions import decoupled, sinusoidal
 from tests.app.conftest import assert_clean, compiles, count_calls, open_page
 from tests.unit.test_palettes import assert_not_by_colour_alone
 from ui.catalog import PAGES, SOURCE_CODES
@@ -142,6 +142,17 @@ def test_sinusoidal_page_reproduces_002s_example_and_offsets():
     assert float(rows[1].split(", ")[2]) == pytest.approx(0.00999983, abs=1e-8)
     assert float(metric(at, "Largest difference between starting")) < 1e-5  # float32 table
     assert float(metric(at, "max |M_k PE(p)")) < 1e-5
+
+
+def test_moving_the_offset_on_sinusoidal_does_not_compute_the_offsets_table_again(monkeypatch):
+    """The similarities of every start and offset depend on the table alone, not on the offset k shown (issue 47)."""
+    tables = count_calls(monkeypatch, sinusoidal, "offset_similarities")
+    sessions = [open_page("sinusoidal", n="77", k=k) for k in ("3", "9")]
+    for at in sessions:
+        assert_clean(at)
+    assert metric(sessions[0], "Largest difference between starting") == \
+        metric(sessions[1], "Largest difference between starting")
+    assert len(tables) <= 1
 
 
 @pytest.mark.parametrize("base", ["0", "-5"])

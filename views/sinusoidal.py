@@ -11,6 +11,7 @@ def similarities(n_positions: int, d_model: int, base: float) -> tuple:
     student's default view, ran it again (1.2 ms alone, longer under a class as its torch steps wait for the GIL)."""
     return offset_similarities(n_positions, d_model, base)
 
+
 page = Page("sinusoidal")
 page.intro(
     "Each position gets a fixed vector of sines and cosines at geometrically spaced frequencies, added to "

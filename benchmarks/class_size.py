@@ -16,9 +16,11 @@ question and reveals its answers in turn; N of the class follow (a tenth of them
 and come back), answer each question after a few seconds' thought, and the rest explore as above. Recorded: the lag
 from each lecturer's act to each follower's pushed run, the reveal's, the answers sent against those the lecturer's
 bar counts, the explorers' changes meanwhile (class_size_lecture.json).
+Issue 47's server CPU per control change (--before REV): the same seeded classes on REV's server and on this checkout's,
+in turn; after over before, goal <= 0.6.
 Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501
        --warmers 2] [--cold] [--trainers 30 --sizes 60] [--flooders 1 --sizes 50] [--replicas 2 [--kill-at 90]]
-       [--stress] [--followers 80 --sizes 100]
+       [--stress] [--followers 80 --sizes 100] [--before 556f48d --sizes 100 --name class_size_cpu]
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ import random
 import re
 import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -67,6 +71,8 @@ METHOD = ("each class arrives over {arrival:.0f} s, opening a tour stop or a pag
 STRESS_STUDENTS, STRESS_RUNS, STRESS_REPLICA_STUDENTS, KILL_AT_S = 300, 5, 160, 90.0
 # issue 46: the lecture a class follows, and its goals (the lag and the reveal as benchmarks.lecture's)
 LECTURE_KEY = "a-lecturer-key-for-the-class"
+# issue 47: the server's CPU per control change against an earlier commit's, with the same classes
+BEFORE_AFTER_ROUNDS, CPU_PER_CHANGE_TARGET = 2, 0.6
 LECTURE_PAGE, LECTURE_CONTROL = "flash_attention", "seed"  # a page with questions; the lecturer steps its seed
 LECTURE_ACTS = ("view", "ask", "reveal")  # the lecturer's acts, in turn
 PUSHED = {"view": "follow", "ask": "question", "reveal": "reveal"}  # what each act pushes to a follower, as recorded
@@ -435,8 +441,12 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
             gevent.sleep(0.5)
         arrived = percentiles(_merged(env, "open"))
         env.stats.reset_all()
-        steady_from = len(changes)
+        steady_from, cpu_from = len(changes), server.cpu_s() if server is not None else None
         gevent.sleep(steady_s)
+        # the server's CPU per change: over the steady phase, whatever else it did meanwhile counted in (pings,
+        # reopens), as a class costs it
+        steady_changes = len(changes) - steady_from
+        cpu_s = server.cpu_s() - cpu_from if server is not None else None
         deadline = time.monotonic() + RUN_S
         while len(models) < trainers and time.monotonic() < deadline:  # the last in line may still be training
             gevent.sleep(1.0)
@@ -479,7 +489,10 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
                   "stepped_away": percentiles(_merged(env, "step away")), "back": percentiles(_merged(env, "back")),
                   "answers": [{"question": n, "taken": lecture["sent"][str(n)], "counted_on_the_bar": counted}
                               for n, counted in enumerate(lecture["counted"], start=1)]} if followers else {}),
-              "server": {"cores_mean": round(statistics.mean(cores), 2) if cores else None,
+              "server": {"cpu_s_steady": None if cpu_s is None else round(cpu_s, 2),
+                         "cpu_ms_per_change": round(1000 * cpu_s / steady_changes, 1) if cpu_s and steady_changes
+                         else None,
+                         "cores_mean": round(statistics.mean(cores), 2) if cores else None,
                          "cores_max": max(cores, default=None),
                          "rss_mb_max": max((s["rss_mb"] for s in sampler.samples), default=None),
                          **memory, "samples": sampler.samples},
@@ -487,7 +500,8 @@ def one_class(url: str, size: int, steady_s: float, server: Server | None, arriv
     print(f"{size:>4} students: open p95 {arrived.get('p95_s')} s; change p50 {result['change'].get('p50_s')} "
           f"p95 {result['change'].get('p95_s')} p99 {result['change'].get('p99_s')} s over "
           f"{result['change'].get('count', 0)} changes; errors {sum(errors.values())}; server "
-          f"{result['server']['cores_mean']} cores mean, {result['server']['rss_mb_max']} MiB max, "
+          f"{result['server']['cpu_ms_per_change']} ms of CPU per change, {result['server']['cores_mean']} cores mean, "
+          f"{result['server']['rss_mb_max']} MiB max, "
           f"{memory.get('rss_mb_after_leaving')} MiB {LEAVE_S} s after the class left; the load generator "
           f"{machine.get('client_cores_mean')} cores, the machine {machine.get('machine_busy_cores_mean')} busy and "
           f"{machine.get('stolen_cores_mean')} stolen")
@@ -517,9 +531,9 @@ class Served:
     """Where the classes connect: a given URL, one `streamlit run app.py`, or `replicas` of it behind HAProxy (serve/).
     The log of every process it started is read at the end, a killed replica's too."""
 
-    def __init__(self, url: str = "", replicas: int = 0):
+    def __init__(self, url: str = "", replicas: int = 0, root: Path = ROOT):
         self.replicas = Replicas(replicas, free_port()) if replicas else None
-        self.server = Server(ROOT / "app.py", ROOT) if not url and not replicas else None
+        self.server = Server(root / "app.py", root) if not url and not replicas else None
         self.url = url or (self.replicas.url if self.replicas else self.server.url)
         self.ended_logs: list[str] = []  # what the replicas killed mid-class printed
 
@@ -586,12 +600,45 @@ def run_classes(served: Served, sizes: list[int], args: argparse.Namespace, warm
     return {"classes": classes, "kills": kills, "server_log": served.log_lines()}
 
 
-def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int) -> dict:
-    served = Served(args.url, replicas)
+def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int, root: Path = ROOT) -> dict:
+    served = Served(args.url, replicas, root)
     try:
         return run_classes(served, sizes, args, max(args.warmers, replicas))
     finally:
         served.stop()
+
+
+def before_and_after(args: argparse.Namespace, sizes: list[int]) -> tuple[dict, list[str]]:
+    """Issue 47's second goal: the same seeded classes on a server of commit `args.before` (a git worktree, the notes
+    beside it as beside this checkout) and on this checkout's, in turn, BEFORE_AFTER_ROUNDS times on this machine; the
+    server's CPU per control change, after over before."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.before], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    rounds = []
+    with tempfile.TemporaryDirectory() as folder:
+        checkout = Path(folder) / ROOT.name
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(checkout), commit],
+                       check=True)
+        if (ROOT.parent / "shared").is_dir():
+            (Path(folder) / "shared").symlink_to(ROOT.parent / "shared")
+        try:
+            for _ in range(BEFORE_AFTER_ROUNDS):
+                before = serve_and_run(args, sizes, 0, checkout)
+                rounds.append({"before": before, "after": serve_and_run(args, sizes, 0)})
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(checkout)], check=True)
+
+    def per_change(side: str, i: int) -> float:
+        """The server's CPU ms per change in the i-th class size, over every round."""
+        classes = [r[side]["classes"][i] for r in rounds]
+        return 1000 * sum(c["server"]["cpu_s_steady"] for c in classes) / sum(c["change"]["count"] for c in classes)
+    ratios = {size: round(per_change("after", i) / per_change("before", i), 2) for i, size in enumerate(sizes)}
+    for size, ratio in ratios.items():
+        print(f"{size} students: the server's CPU per change {per_change('after', sizes.index(size)):.1f} ms against "
+              f"{per_change('before', sizes.index(size)):.1f} ms at {commit[:7]}, {ratio}x")
+    failures = [f"{size} students: CPU per change {ratio}x of {commit[:7]}'s" for size, ratio in ratios.items()
+                if ratio > CPU_PER_CHANGE_TARGET]
+    return {"before_commit": commit, "rounds": rounds, "cpu_per_change_after_over_before": ratios}, failures
 
 
 def page_exceptions(c: dict) -> int:
@@ -643,7 +690,12 @@ def main() -> int:
                         help=f"{STRESS_RUNS} classes of {STRESS_STUDENTS} on one process, then "
                              f"{STRESS_REPLICA_STUDENTS} over two replicas with one killed {KILL_AT_S:.0f} s in: "
                              f"no exception (written as class_size_stress)")
+    parser.add_argument("--before", default="",
+                        help="a commit: run the classes on its server and this checkout's in turn and compare the "
+                             "server's CPU per change (issue 47)")
     args = parser.parse_args()
+    if args.before and (args.url or args.replicas):
+        parser.error("--before starts its own two servers")
     if args.kill_at and not args.replicas:
         parser.error("--kill-at needs --replicas")
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -671,6 +723,16 @@ def main() -> int:
             print(f"{name}: exceptions on the page per class {[page_exceptions(c) for c in run['classes']]}; "
                   f"server log {run['server_log']}")
         return finish("class_size_stress", result, failures)
+    if args.before:
+        runs, failures = before_and_after(args, sizes)
+        result |= {"method": f"the same seeded classes (the n-th student of each makes the same choices) on one warmed "
+                             f"`streamlit run app.py` of commit {runs['before_commit'][:7]} and then of this "
+                             f"checkout, {BEFORE_AFTER_ROUNDS} rounds in turn; "
+                             + METHOD.format(arrival=args.arrival, steady=args.steady)
+                             + "; CPU per change is the server process's user and system CPU over the steady phase "
+                               "over the changes finished in it, summed over the rounds",
+                   "targets": {"cpu_per_change_after_over_before": CPU_PER_CHANGE_TARGET}, **runs}
+        return finish(args.name, result, failures)
     run = serve_and_run(args, sizes, args.replicas)
     classes = run["classes"]
     knee = max((c["students"] for c in classes if within_targets(c)), default=0)

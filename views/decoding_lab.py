@@ -17,9 +17,9 @@ from ui import figures, llm, tables
 from ui.defaults import STUDY_MODEL, STUDY_SEED, STUDY_WIDTHS, error_study
 from ui.llm import SEARCH_PROMPT_TOKENS, SEARCH_WIDEST
 from ui.loaders import char_model, decoding_search, distracted_dates, prompt_ids, seq2seq_checkpoint
-from ui.smollm import smollm
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
+from ui.smollm import smollm
 
 MODELS = ["additive", "additive_coverage", "dot", "lm", "smollm"]
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the coverage penalty finds the answer
@@ -95,6 +95,27 @@ def stepper_for(name: str):
     return code.call("stepper", Seq2SeqStepper, model, text, note="the source is encoded once")
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def ranked(settings: tuple, _tree, _scoring: Scoring, _model) -> tuple[list, dict, dict]:
+    """A search's finished hypotheses ranked by every rule, each rule's winner and its output, once per server for
+    each of the page's settings (which fix the tree and the scoring), shared read-only: ranking scores every
+    finished node, and ranking again on every run was 8% of the server's time under a class of 100."""
+    found = ranked_hypotheses(_tree, _scoring, source_length=_model.source_length)
+    best = winners(found)
+    return found, best, winning_outputs(_model, _tree, best)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def tree_nodes(settings: tuple, _tree, _found: list, _model) -> list[figures.TreeNode]:
+    """The drawn tree's nodes with their hover texts, once per server for each setting, shared read-only."""
+    finished = {h.node: h for h in _found}
+    label = lambda tokens: "".join(_model.label(t) for t in tokens)  # noqa: E731
+    return [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
+                             "start" if n.parent is None else _model.label(n.token) if n.status != "pruned" else "",
+                             _hover(n, finished.get(n.id), label, _tree), n.cum_log_p, faded=n.status == "pruned")
+            for n in _tree.nodes]
+
+
 def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, source_length: int, prefix: str = ""):
     """One search and its finished hypotheses ranked by every rule, recorded with names starting `prefix`."""
     rule = PRUNINGS[pruning_name]
@@ -102,11 +123,18 @@ def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, so
                         note="GNMT's pruning: every step's beam by its prefixes' scores") if rule else None
     tree = code.call(f"{prefix}tree", search, model, method, width=width, max_len=max_len, pruned_shown=shown,
                      pruning=pruning, via=partial(decoding_search, name, text), note=SEARCH_NOTES[method])
-    found = code.call(f"{prefix}found", ranked_hypotheses, tree, scoring, source_length=source_length,
-                      note="every finished hypothesis scored by each rule, ranked")
-    best = code.call(f"{prefix}best", winners, found)
-    outputs = code.call(f"{prefix}outputs", winning_outputs, model, tree, best, note="what each rule outputs")
+    found, best, outputs = ranked(search_settings(pruning_name), tree, scoring, model)
+    code.call(f"{prefix}found", ranked_hypotheses, tree, scoring, source_length=source_length,
+              via=lambda *_, **__: found, note="every finished hypothesis scored by each rule, ranked")
+    code.call(f"{prefix}best", winners, found, via=lambda *_: best)
+    code.call(f"{prefix}outputs", winning_outputs, model, tree, best, via=lambda *_: outputs,
+              note="what each rule outputs")
     return tree, found, best, outputs
+
+
+def search_settings(pruning_name: str) -> tuple:
+    """Everything that fixes a search's tree and its ranking: the cache key of ranked and tree_nodes."""
+    return name, text, method, width, max_len, alpha, beta, gamma, pruning_name
 
 
 def rule_outputs(model, scoring: Scoring, in_force: dict, shown: int | None, source_length: int) -> None:
@@ -152,12 +180,7 @@ def show_search(stepper) -> None:
     label = lambda tokens: "".join(stepper.label(t) for t in tokens)  # noqa: E731
     left, right = st.columns([3, 2])
     with left:
-        finished = {h.node: h for h in found}
-        nodes = [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
-                                  "start" if n.parent is None else
-                                  stepper.label(n.token) if n.status != "pruned" else "",
-                                  _hover(n, finished.get(n.id), label, tree), n.cum_log_p, faded=n.status == "pruned")
-                 for n in tree.nodes]
+        nodes = tree_nodes(search_settings(prune_by), tree, found, stepper)
         figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
                                   colour_title="log P of prefix", steps=True))
         st.caption("The tree's own slider steps through the search: step t shows every prefix of at most t tokens "

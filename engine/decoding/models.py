@@ -17,7 +17,18 @@ if TYPE_CHECKING:
     from engine.llm.smollm import SmolLM
 
 
-class Seq2SeqStepper:
+class Labels:
+    """A token's label for the page, worked out once per stepper: a search's tree, its hover texts and its tables
+    ask for the same few tokens thousands of times."""
+
+    def label(self, token: int) -> str:
+        labels = self.__dict__.setdefault("_labels", {})
+        if (text := labels.get(token)) is None:
+            text = labels[token] = self._label(token)
+        return text
+
+
+class Seq2SeqStepper(Labels):
     """Decoder states and coverage carried per live prefix; the source is encoded once."""
 
     def __init__(self, model: Seq2Seq, text: str):
@@ -42,11 +53,11 @@ class Seq2SeqStepper:
         self.s, self.coverage = out.state, out.coverage
         return out.log_p, out.attention
 
-    def label(self, token: int) -> str:
+    def _label(self, token: int) -> str:
         return "■" if token == self.eos else decode_target([token]).replace(" ", "␣")
 
 
-class LanguageModelStepper:
+class LanguageModelStepper(Labels):
     """The TransformerLM with its KV cache (000 §8.5): the prompt is read once, each step reads one new
     token per prefix, and the cache rows follow their prefixes by `parents`."""
 
@@ -67,7 +78,7 @@ class LanguageModelStepper:
         self.cache = out.cache
         return torch.log_softmax(out.logits[:, -1].float(), dim=-1), None
 
-    def label(self, token: int) -> str:
+    def _label(self, token: int) -> str:
         return visible(self.vocab.decode([token]))
 
 
@@ -84,5 +95,5 @@ class SmolLMStepper(LanguageModelStepper):
         self.eos, self.vocab_size, self.source_length = lm.tokenizer.eos_id, lm.config.vocab_size, 0
         self.bos = prompt_ids[-1]  # the search's root is the prompt's last token: "\n" after "assistant"
 
-    def label(self, token: int) -> str:
+    def _label(self, token: int) -> str:
         return "■" if token == self.eos else visible(self.tokenizer.decode([token]))

@@ -1,13 +1,14 @@
 """The decoding lab, read back against the engine's search run here."""
 from __future__ import annotations
 
+from engine.decoding import ranking
 from engine.decoding.models import Seq2SeqStepper
 from engine.decoding.penalties import Scoring
 from engine.decoding.ranking import ranked_hypotheses, winners
 from engine.decoding.search import Pruning, search
 from engine.seq2seq.model import load_seq2seq
 from engine.seq2seq.train import CHECKPOINTS
-from tests.app.conftest import assert_clean, figures, open_page, texts
+from tests.app.conftest import assert_clean, count_calls, figures, open_page, texts
 
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"
 IN_FORCE = "beam pruned by log P (in force)"
@@ -26,6 +27,17 @@ def test_default_search_table_and_winners_match_the_engine():
     gnmt = winners(found)["gnmt"]
     assert outputs[IN_FORCE].iloc[2] == "".join(model.label(t) for t in tree.tokens(gnmt))
     assert any(title.startswith(f"beam search: {len(tree.nodes):,} nodes") for title in figures(at))
+
+
+def test_a_class_on_one_setting_ranks_its_searches_once(monkeypatch):
+    """Every run ranked its search's finished hypotheses again, and the other pruning's too (issue 47): two students
+    on one setting now rank each search once between them, and see the same outputs."""
+    rankings = count_calls(monkeypatch, ranking, "ranked_hypotheses")
+    sessions = [open_page("decoding_lab", W="2", alpha="0.9", beta="0.35") for _ in range(2)]
+    for at in sessions:
+        assert_clean(at)
+    assert sessions[0].dataframe[0].value.equals(sessions[1].dataframe[0].value)
+    assert len(rankings) <= 2  # the pruning in force and the other one
 
 
 def test_the_trees_own_slider_steps_through_the_search_as_the_engine_grew_it():

@@ -10,6 +10,7 @@ decoder states instead of rereading every prefix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Protocol
 
 import torch
@@ -129,11 +130,17 @@ def _expand(model: Stepper, method: str, width: int | None, max_len: int, pruned
         order = score.flatten().argsort(descending=True, stable=True)
         chosen = set(order[:keep].tolist())
         shown = order if pruned_shown is None else order[:keep + pruned_shown]
+        rows, tokens = shown // log_p.shape[1], shown % log_p.shape[1]
+        # each shown candidate's numbers gathered at once: read one by one from the tensors, they were a third of
+        # a search's time
+        candidates = zip(shown.tolist(), rows.tolist(), tokens.tolist(), log_p[rows, tokens].tolist(),
+                         cum[rows, tokens].tolist(), score[rows, tokens].tolist(),
+                         attention[rows].unbind() if attention is not None else repeat(None))
         next_live, next_last, next_parents = [], [], []
-        for flat in shown.tolist():  # the best `keep` survive; the rest are pruned
-            b, token = divmod(flat, log_p.shape[1])
-            node = Node(len(tree.nodes), live[b], token, float(log_p[b, token]), float(cum[b, token]),
-                        float(score[b, token]), depth, attention=attention[b] if attention is not None else None)
+        for flat, b, token, token_log_p, prefix_log_p, prefix_score, row in candidates:
+            # the best `keep` survive; the rest are pruned
+            node = Node(len(tree.nodes), live[b], token, token_log_p, prefix_log_p, prefix_score, depth,
+                        attention=row)
             tree.nodes.append(node)
             if flat not in chosen:
                 node.status = "pruned"

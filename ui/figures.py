@@ -386,7 +386,9 @@ def _grown(fig: go.Figure) -> go.Figure:
     """A tree drawn left to right by `tree`, with a step slider of its own: step d draws the nodes of depth at most d
     and the edges to them, the search as it stood after d steps (every prefix of at most d tokens it expanded). It
     opens at the whole tree. A tree too large to send once per step is returned as drawn."""
-    spec = fig.to_dict()
+    # the figure is this call's own, not a shared one: its dicts are read and changed in place, not copied first (a
+    # copy of a large tree's spec was half of building it)
+    spec = {"data": fig._data, "layout": fig._layout}
     faded, kept, nodes = (spec["data"][i]["x"] for i in range(3))  # an edge is (parent x, child x, None); x = depth
     deepest = int(max(nodes))
     if deepest == 0 or (deepest + 1) * (len(faded) + len(kept) + len(nodes)) > GROWN_MAX_NUMBERS:
@@ -401,8 +403,8 @@ def _grown(fig: go.Figure) -> go.Figure:
     pad = 0.5 + 0.04 * (max(rows) - min(rows))  # room for a marker at either end, as autorange leaves
     # fixed, so that a step's fewer nodes do not rescale the tree on a redraw (Play)
     spec["layout"]["yaxis"] |= dict(autorange=False, range=[max(rows) + pad, min(rows) - pad])
-    return animate(go.Figure(spec, _validate=False), frames, [str(d) for d in range(deepest + 1)], deepest,
-                   prefix="step ")
+    return go.Figure(_animated(spec, frames, [str(d) for d in range(deepest + 1)], deepest, prefix="step "),
+                     _validate=False)
 
 
 def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,
@@ -413,6 +415,12 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     title, an axis's range). Keep frames numeric: plotly validates every frame on every rerun, and colour strings
     cost far more than numbers. fig itself is left as it was: it may be a shared figure (see shared)."""
     spec = copy.deepcopy(fig.to_dict())  # a shared figure's to_dict is its own spec, not a copy
+    return go.Figure(_animated(spec, frames, names, start, prefix, duration_ms, layouts), _validate=False)
+
+
+def _animated(spec: dict, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int, prefix: str = "step ",
+              duration_ms: int = 700, layouts: Sequence[dict] | None = None) -> dict:
+    """spec, changed in place as animate says, and returned."""
     for trace, first in zip(spec["data"], frames[start]):
         _merge(trace, first)
     kinds = [trace.get("type", "scatter") for trace in spec["data"]]
@@ -437,7 +445,7 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
                       steps=[dict(label=name, method="animate", args=[[name], step]) for name in names])],
     )
     spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=150)
-    return go.Figure(spec, _validate=False)
+    return spec
 
 
 def _merge(into: dict, update: dict) -> None:

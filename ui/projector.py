@@ -11,7 +11,7 @@ import streamlit as st
 from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.py), not by a page's first 3-D view
 
 from engine.embeddings.glove import load_glove
-from engine.embeddings.projection import TSNEConfig, Projection, choose_words, project
+from engine.embeddings.projection import Projection, TSNEConfig, choose_words, project
 from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.train_fasttext import load_shipped_fasttext
 from engine.embeddings.train_glove import load_shipped_glove
@@ -85,10 +85,25 @@ class View:
     seconds: float  # to compute, on this server
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+# the words keyed by their pickle: Streamlit hashes a tuple word by word, and a view's thousand words were most of a
+# warm change's run (issue 47)
+@st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=figures.PICKLED)
 def _kept(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> list[View]:
     """One setting's view once computed (an empty list until then), kept for every visitor of the server."""
     return []
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def analogy_answer(source: str, a: str, b: str, c: str) -> list[tuple[str, float]]:
+    """The 3CosAdd answer to a : b :: c : ? in a vector set, once per server for each analogy: it scores every word
+    of the set (400,000 of GloVe's), which every run of the page did again."""
+    return VECTOR_SETS[source].load().analogy(a, b, c, topn=1)
+
+
+@st.cache_data(max_entries=64, show_spinner=False, hash_funcs=figures.PICKLED)
+def chosen_words(source: str, n: int, method: str, own: tuple[str, ...]) -> list[str]:
+    """choose_words over a vector set's vocabulary, once per server for each setting (it reads 4n words)."""
+    return choose_words(VECTOR_SETS[source].load().words, n, method, own)
 
 
 def view(source: str, words: tuple[str, ...], method: str, dims: int, perplexity: int) -> View:

@@ -4,7 +4,7 @@ from engine.embeddings.projection import BUDGET, METHODS, choose_words, nearest,
 from engine.errors import InputError
 from ui import boundary, figures, tables
 from ui.page import Page, equations
-from ui.projector import DEFAULT, VECTOR_SETS, View, analogy_arrows, projection, view
+from ui.projector import DEFAULT, VECTOR_SETS, View, analogy_answer, analogy_arrows, chosen_words, projection, view
 
 ANALOGY_LABELS = ("Analogy a", "is to b", "as c is to ?")  # the controls of a, b and c
 page = Page("projector")
@@ -48,6 +48,7 @@ with page.guard():  # a, b, c and the answer d join the words drawn
             raise InputError("an analogy needs all three words a, b and c (or none, to draw none)")
         a, b, c = analogy  # the settings' names, which the lets read
         answer = code.call("answer", word_vectors.analogy, a, b, c, topn=1,
+                           via=lambda *_, **__: analogy_answer(source, a, b, c),
                            note="000 eq. 1: d, the 3CosAdd answer to a : b :: c : ?, drawn as b − a and d − c")
         d = code.let("d", lambda: answer[0][0])
         arrows = analogy_arrows(*analogy, d)
@@ -58,7 +59,8 @@ with page.guard():  # a, b, c and the answer d join the words drawn
 vocabulary = code.let("vocabulary", lambda: word_vectors.words,
                       note="the most frequent words with a letter, and those above")
 try:
-    words = code.call("words", choose_words, vocabulary, n, method, own)
+    words = code.call("words", choose_words, vocabulary, n, method, own,
+                      via=lambda *_: chosen_words(source, n, method, tuple(own)))
 except InputError as error:
     page.refuse(str(error))
 X = code.let("X", lambda: word_vectors.vectors[[word_vectors.index[w] for w in words]],
@@ -77,10 +79,10 @@ EQUATIONS = {
 if method == "t-SNE":
     code.slow(f"t-SNE of {len(drawn_words):,} words takes about {1 + len(words) / 400:.0f} s on a laptop CPU")
 try:  # t-SNE for new settings waits in the server's line
-    projected = code.call("projected", project, X, method, dims, *([perplexity] if method == "t-SNE" else []),
-                          via=lambda *_: view(source, drawn_words, method, dims, perplexity).projection,
-                          note=f"{method} in {dims} dimensions, and the share of each word's 10 nearest it keeps")
     shown = view(source, drawn_words, method, dims, perplexity)
+    projected = code.call("projected", project, X, method, dims, *([perplexity] if method == "t-SNE" else []),
+                          via=lambda *_: shown.projection,
+                          note=f"{method} in {dims} dimensions, and the share of each word's 10 nearest it keeps")
 except InputError as error:  # the line is full
     page.refuse(str(error))
 code.let("coords", lambda: projected.coords)

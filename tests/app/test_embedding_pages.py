@@ -378,3 +378,19 @@ def test_analogies_evaluation_matches_gensim(glove):
     at.selectbox(key="method").set_value("3CosMul").run()  # a new setting hides the old numbers
     assert_clean(at)
     assert not any(m.label == "Analogy accuracy" for m in at.metric)
+
+
+# projector -------------------------------------------------------------------------------------------------------
+
+def test_a_second_student_on_the_projector_gets_the_analogy_and_the_words_without_searching_again(monkeypatch):
+    """Each run of the projector scored every word of the vector set for the analogy and read 4n words to choose
+    those drawn (issue 47): a setting does both once per server now."""
+    from ui import projector
+    answers = count_calls(monkeypatch, WordVectors, "analogy")
+    choices = count_calls(monkeypatch, projector, "choose_words")
+    sessions = [open_page("projector", vectors="word2vec", method="PCA", n="250", a="paris", b="france", c="rome")
+                for _ in range(2)]
+    for at in sessions:
+        assert_clean(at)
+    assert figures(sessions[0]) == figures(sessions[1])
+    assert len(answers) <= 1 and len(choices) <= 1

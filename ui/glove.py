@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import scipy.sparse as sp
 import streamlit as st
 
-from engine.embeddings.cooccurrence import cooccurrence
+from engine.embeddings.cooccurrence import cooccurrence, weighting
 from engine.embeddings.corpus import Vocab, chunked, load_corpus, tokenize
 from engine.embeddings.evaluation import on_shared_vocabulary
 from engine.embeddings.vectors import WordVectors
@@ -62,6 +63,21 @@ def count(source: str, window: int, code, harmonic: bool | None = None) -> Count
         raise InputError(f"No two words of these {words} co-occur within {window} words of each other: "
                          "paste more text, a few sentences at least.")
     return Counts(source, text, words, vocab, X)
+
+
+def weights(counts: Counts, window: int, weighted: bool, x_max: float, alpha: float) -> np.ndarray:
+    """f over the nonzero X_ij (000 eq. 21), (nnz,): a shipped corpus's once per server for each setting, shared
+    read-only (a million entries, which every warm change of both GloVe pages weighed again: a third of its run);
+    pasted text's on each run."""
+    if counts.source == "pasted":
+        return weighting(counts.X.data, x_max, alpha)
+    return _shipped_weights(counts.source, window, weighted, x_max, alpha, counts.X.data)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _shipped_weights(source: str, window: int, weighted: bool, x_max: float, alpha: float,
+                     _entries: np.ndarray) -> np.ndarray:
+    return weighting(_entries, x_max, alpha)
 
 
 @st.cache_resource(show_spinner="Loading 400,000 GloVe vectors (once per server)…")

@@ -90,6 +90,7 @@ with page.guard():
     if counts is not None:
         entries = code.let("entries", lambda: X.data)
         f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
+                              via=lambda *_: glove.weights(counts, window, harmonic, x_max, alpha),
                               note="f over the nonzero X_ij: the weights of eq. 19's terms")
         capped = code.let("capped", lambda: int((entries >= x_max).sum()))
         mean_f = code.let("mean_f", lambda: f_entries.mean())

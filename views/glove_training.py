@@ -80,6 +80,7 @@ with page.guard():
     X = counts.X
     entries = code.let("entries", lambda: X.data)
     f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
+                          via=lambda *_: glove.weights(counts, window, True, x_max, alpha),
                           note="000 eq. 21: each nonzero X_ij's weight f(X_ij)")  # an x_max ≤ 0 is refused here
     mean_f = code.let("mean_f", lambda: f_entries.mean())
     st.caption(f"{source}: {counts.words:,} words, {len(counts.vocab):,} in the vocabulary, X with {counts.X.nnz:,} "

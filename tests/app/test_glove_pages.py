@@ -10,7 +10,7 @@ import torch
 
 from engine.embeddings.corpus import load_corpus
 from engine.embeddings.train_glove import CHECKPOINTS, RUNS
-from tests.app.conftest import assert_clean, button, figures, open_page, texts, trace
+from tests.app.conftest import assert_clean, button, count_calls, figures, metric, open_page, texts, trace
 
 SMALL_RUN = {"dim": "10", "epochs": "2"}  # Lee news at d = 10: seconds
 
@@ -165,3 +165,17 @@ def test_training_page_bad_input_gets_a_message():
     button(at, "Train").click().run()
     assert_clean(at)
     assert at.get("plotly_chart")  # the shipped checkpoints are still drawn
+
+
+def test_two_students_on_one_setting_weigh_the_corpus_counts_once(monkeypatch):
+    """f over the hundreds of thousands of nonzero X_ij was computed on every run of both GloVe pages, a third of a
+    warm change's run (issue 47): a setting weighs them once per server now."""
+    from engine.embeddings import cooccurrence
+    from ui import glove
+    calls = [count_calls(monkeypatch, owner, "weighting") for owner in (cooccurrence, glove)]  # the page's, ui's
+    sessions = [open_page("glove_counts", corpus="lee", window="3", alpha="0.45") for _ in range(2)]
+    for at in sessions:
+        assert_clean(at)
+    assert metric(sessions[0], "Mean f") == metric(sessions[1], "Mean f")
+    weighed = [args for made in calls for args in made if np.size(args[0]) > 201]  # not the page's curve of f
+    assert len(weighed) <= 1

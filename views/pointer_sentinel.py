@@ -1,10 +1,20 @@
 import streamlit as st
 
 from engine.embeddings.corpus import tokenize
-from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, load_shipped_sentinel, perplexity_as_unk, read_passage
+from engine.seq2seq.sentinel import MAX_WORDS, WINDOW, Passage, load_shipped_sentinel, perplexity_as_unk, read_passage
 from ui import figures, tables
 from ui.loaders import sentinel_model
 from ui.page import Page, equations
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def read(text: str, window: int, _model, _lstm, _vocab: list[str], _words: list[str]) -> tuple[Passage, float, float]:
+    """The passage read by the pointer sentinel, and its perplexity under both models, once per server for each text
+    and window (which fix the words), shared read-only: both LSTMs read it again on every run, the Predicting word
+    slider's too (issue 47)."""
+    return (read_passage(_model, _vocab, _words, window), perplexity_as_unk(_model, _vocab, _words, window),
+            perplexity_as_unk(_lstm, _vocab, _words, window))
+
 
 page = Page("pointer_sentinel")
 page.intro(
@@ -32,8 +42,9 @@ with page.guard():
         window = page.slider("Window L (words the pointer sees)", "L", 1, WINDOW, WINDOW)
         if window > len(words):
             st.caption(f"L = {window} is longer than the passage ({len(words)} words): the window holds all of it.")
-    passage = code.call("passage", read_passage, model, vocab, words, window,
-                        note="000 eq. 53 at every word after the first, each predicted from those before it")
+    passage, perplexity, lstm_perplexity = read(text, window, model, lstm, vocab, words)
+    code.call("passage", read_passage, model, vocab, words, window, via=lambda *_: passage,
+              note="000 eq. 53 at every word after the first, each predicted from those before it")
     if passage.cut:
         page.notice(f"The passage has {len(words):,} words; only its first {MAX_WORDS} are read.")
     mix = code.let("mix", lambda: passage.mixture)
@@ -47,9 +58,9 @@ with page.guard():
         word = page.slider("Predicting word", "word", 1, n - 1, passage.first_copy() + 1)
     positions, a = code.call("positions, a", passage.pointer_softmax, word, window,
                              note="a = softmax([z; q·s]) over the window and the sentinel, predicting words[word]")
-    perplexity = code.call("perplexity", perplexity_as_unk, model, vocab, words, window,
-                           note="this passage's perplexity, an unknown word read and predicted as <unk>")
-    lstm_perplexity = code.call("lstm_perplexity", perplexity_as_unk, lstm, vocab, words, window)
+    code.call("perplexity", perplexity_as_unk, model, vocab, words, window, via=lambda *_: perplexity,
+              note="this passage's perplexity, an unknown word read and predicted as <unk>")
+    code.call("lstm_perplexity", perplexity_as_unk, lstm, vocab, words, window, via=lambda *_: lstm_perplexity)
     code.figure('labels = [f"{t} {w}" for t, w in enumerate(passage.words) if t]\n'
                 'go.Figure([go.Bar(x=labels, y=g * p_vocab, name="g · p_vocab (generate)"),\n'
                 '           go.Bar(x=labels, y=(1 - g) * p_ptr, name="(1 − g) · p_ptr (copy)")],\n'

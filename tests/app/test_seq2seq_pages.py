@@ -132,6 +132,19 @@ def test_pointer_sentinel_page_shows_eq_53_per_word_and_the_papers_comparison():
     assert any(title.startswith("Predicting “yellen”") for title in figures(at))  # its first copy, by default
 
 
+def test_moving_the_predicted_word_on_pointer_sentinel_does_not_read_the_passage_again(monkeypatch):
+    """Both LSTMs read the passage on every run, the Predicting word slider's too, though the word only picks which
+    step to show (issue 47): a text and window are read once per server now."""
+    from engine.seq2seq import sentinel
+    readings = count_calls(monkeypatch, sentinel, "read_passage")
+    perplexities = count_calls(monkeypatch, sentinel, "perplexity_as_unk")
+    sessions = [open_page("pointer_sentinel", L="7", word=word) for word in ("5", "9")]
+    for at in sessions:
+        assert_clean(at)
+    assert sessions[0].dataframe[0].value.equals(sessions[1].dataframe[0].value)
+    assert len(readings) <= 1 and len(perplexities) <= 2  # the pointer's and the LSTM's
+
+
 def test_pointer_sentinel_page_handles_a_short_window_and_a_long_passage():  # one word: test_controls' REFUSED
     narrow = open_page("pointer_sentinel", L="3")
     assert_clean(narrow)

@@ -8,6 +8,24 @@ from ui import errata_panel, figures
 from ui.loaders import char_model, finetuned_classifier, prompt_ids, unigram_baseline
 from ui.page import Page, equations
 
+
+# Each loss once per server for each text and setting, shared read-only: every run scored the sentence with all
+# three models again, moving λ or the masked fraction too (issue 47). The text fixes its ids; the models are fixed.
+@st.cache_resource(max_entries=64, show_spinner=False)
+def causal_scored(sentence: str, _model, _ids) -> tuple:
+    return causal_loss(_model, _ids)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def masked_scored(sentence: str, rate: float, seed: int, _model, _vocab, _ids) -> tuple:
+    return masked_loss(_model, _vocab, _ids, rate, seed)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def fine_tuning_scored(text: str, as_written: bool, lam: float, _clf, _ids) -> dict:
+    return fine_tuning_losses(_clf, _ids, as_written, lam)
+
+
 page = Page("objectives")
 code = page.code
 page.intro(
@@ -32,9 +50,11 @@ with page.guard():
     if len(ids) < 2:
         raise InputError("type at least two characters: the causal loss predicts each one from the one before")
     causal_nats, causal_losses = code.call("causal_nats, causal_losses", causal_loss, causal_lm, ids,
+                                           via=lambda *_: causal_scored(sentence, causal_lm, ids),
                                            note="003 eq. 65 (GPT's L1, negated): every position predicts the next")
     masked_in, masked_nats, masked_losses = code.call(
         "masked_input, masked_nats, masked_losses", masked_loss, mlm, vocab, ids, rate, seed,
+        via=lambda *_: masked_scored(sentence, rate, seed, mlm, vocab, ids),
         note="001 §1.9: the masked LM is scored only where [MASK] replaced a character")
     masked_text = code.call("masked_text", vocab.decode, masked_in)
     code.figure('px.bar(x=[f"{i}:{c}" for i, c in enumerate(vocab.decode(ids))], y=masked_losses, '
@@ -92,6 +112,7 @@ with page.guard():
         prompt_ids(page, text, vocab, causal_lm.config.max_seq_len - 1)  # says which characters are unknown
         text_ids = code.call("shuffled_ids", vocab.encode, text)
     losses = code.call("losses", fine_tuning_losses, clf, text_ids, as_written, lam,
+                       via=lambda *_: fine_tuning_scored(text, as_written, lam, clf, text_ids),
                        note="003 eq. 68-70: L2 on the label, L1 on the same text, L3 = L2 + λ L1")
     st.markdown(f"`{text}`")
     m1, m2, m3, m4 = st.columns(4)

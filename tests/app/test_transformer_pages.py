@@ -7,7 +7,7 @@ import pytest
 
 from engine.transformer import cache_sizes as cs
 from engine.transformer.kv_cache import generation_work
-from tests.app.conftest import assert_clean, figures, open_page
+from tests.app.conftest import assert_clean, count_calls, figures, open_page
 
 MEDIAN_AND_SPREAD = r"\d+(\.\d+)?( ms)? \(\d+(\.\d+)?–\d+(\.\d+)?\)"  # "85 ms (80–276)", "2.39 (2.00–5.15)"
 
@@ -160,6 +160,18 @@ def test_cache_sizes_draws_equal_models_as_one_named_line():
     note = next(c.value for c in at.caption if "share one line" in c.value)
     assert "Your model = Llama-3-8B = Mistral-7B; Llama-2-70B = Llama-3-70B" in note
     assert "DeepSeek-V2 and DeepSeek-V3 differ by 1.6%" in note
+
+
+def test_moving_lambda_on_objectives_does_not_score_the_sentence_with_the_language_models_again(monkeypatch):
+    """Every run scored the sentence with the causal and the masked LM, though λ weighs only the fine-tuning losses
+    (issue 47): each text and setting is scored once per server now."""
+    from engine.transformer import objectives
+    scored = [count_calls(monkeypatch, objectives, name) for name in ("causal_loss", "masked_loss")]
+    sessions = [open_page("objectives", lam=lam, seed="17") for lam in ("0.3", "1.1")]
+    for at in sessions:
+        assert_clean(at)
+    assert figures(sessions[0]) == figures(sessions[1])
+    assert all(len(calls) <= 1 for calls in scored), [len(calls) for calls in scored]
 
 
 def test_objectives_page_adds_up_l3():

@@ -210,6 +210,14 @@ def dip_note(record: dict) -> str:
             f"has ({record['device']}, benchmarks/results/flash_dip.json).")
 
 
+@st.cache_data(show_spinner=False)
+def default_launches(recorded: str, head_dim: int, causal: bool, _record: dict) -> list[dict]:
+    """records.default_launch_rows of the compile record written at `recorded`, once per server for each setting:
+    picked from its hundreds of rows on every run of the FlashAttention page, they were a sixth of a warm change's
+    run (issue 47)."""
+    return records.default_launch_rows(_record, head_dim, causal)
+
+
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:
     """What triton made of our kernels for the H100 and the A100 at their default launches (bf16, N a multiple of
     the blocks), read from benchmarks/results/flash_compile.json; beside the page's model when it gives one."""
@@ -217,7 +225,7 @@ def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -
         st.info("No compile results are recorded yet: `python -m benchmarks.flash_compile` writes them, on any "
                 "machine with triton, GPU or not.", icon=":material/memory:")
         return
-    if not (rows := records.default_launch_rows(record, head_dim, causal)):
+    if not (rows := default_launches(record["date"], head_dim, causal, record)):
         st.warning(f"The compile record holds no default launch at d = {head_dim}.", icon=":material/warning:")
         return
     targets = record["targets"]

@@ -226,8 +226,9 @@ def probe_results(probe: str) -> dict | None:
     return records.load_probe(RESULTS / f"flash_{probe}.json", probe)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_resource(show_spinner=False)
 def compile_record() -> dict | None:
     """benchmarks/results/flash_compile.json as `python -m benchmarks.flash_compile` wrote it, or None; a broken
-    file raises ModelFileError with the reason."""
+    file raises ModelFileError with the reason. Shared, not copied for each run (its hundreds of rows): read it
+    only."""
     return records.load_compiled(RESULTS / "flash_compile.json")

@@ -20,6 +20,7 @@ from engine.embeddings.projection import pca
 from engine.errors import InputError
 
 COSMUL_EPS = 1e-6  # Levy & Goldberg's epsilon (gensim's too): keeps 3CosMul finite when cos(x, a) = −1
+SPELLINGS_KEPT = 1000  # words whose suggested spellings a vector set keeps
 SPELLING_POOL = 300  # candidates, closest in letter counts, whose edit distance is computed
 OTHER = 26  # letter-count slot shared by every character outside a..z
 
@@ -81,6 +82,7 @@ class WordVectors:
     index: dict[str, int] = field(init=False)
     lengths: np.ndarray = field(init=False)  # (V,) characters per word, for suggest
     letters: np.ndarray = field(init=False)  # (V, 27) counts of a..z and of other characters, lower-cased
+    spelled: dict[tuple[str, int], list[str]] = field(init=False, default_factory=dict)  # suggest's answers kept
 
     def __post_init__(self):
         self.vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)  # GloVe's file is column-major
@@ -160,8 +162,17 @@ class WordVectors:
 
         Edits are insertions, deletions, substitutions and swaps of neighbours (so "thier" -> "their"),
         at most a third of the word's length. An edit changes the letter counts by at most 2 in L1, so
-        the SPELLING_POOL words of length within 2 closest in letter counts are the only candidates.
+        the SPELLING_POOL words of length within 2 closest in letter counts are the only candidates. The answers
+        are kept, for up to SPELLINGS_KEPT words (then forgotten all at once): a page asks again on every run.
         """
+        if (kept := self.spelled.get((word, n))) is not None:
+            return list(kept)
+        if len(self.spelled) >= SPELLINGS_KEPT:
+            self.spelled.clear()
+        self.spelled[word, n] = self._spellings(word, n)
+        return list(self.spelled[word, n])
+
+    def _spellings(self, word: str, n: int) -> list[str]:
         query = word.lower()
         most = max(1, len(query) // 3)  # edits allowed
         near = np.flatnonzero(np.abs(self.lengths - len(query)) <= min(2, most))  # (m,)

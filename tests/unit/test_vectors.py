@@ -161,6 +161,17 @@ def test_suggestions_for_a_misspelling(wv):
     assert edit_distance("kitten", "sitting") == 3 and edit_distance("", "abc") == 3
 
 
+def test_a_words_suggestions_are_worked_out_once_and_handed_out_as_copies(wv, monkeypatch):
+    """A page asks for the same misspelling's suggestions on every run (issue 47): the vector set keeps them."""
+    worked_out = []
+    real = WordVectors._spellings
+    monkeypatch.setattr(WordVectors, "_spellings", lambda self, *args: worked_out.append(args) or real(self, *args))
+    first = wv.suggest("qeeen")
+    first.append("changed by a caller")
+    assert wv.suggest("qeeen") == first[:-1] and "queen" in first
+    assert worked_out == [("qeeen", 5)]
+
+
 @pytest.mark.parametrize("call", [
     lambda wv: wv.vector("qeen"),
     lambda wv: wv.neighbours("qeen"),

@@ -5,6 +5,17 @@ from engine.attention.multihead import (init_multihead, multi_head_per_head, mul
 from ui import figures, tables
 from ui.page import Page, equations, gaps
 
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def layer(B: int, T: int, C: int, H: int, causal: bool, seed: int) -> dict:
+    """The batch, weights, every step of the forward and both checks for one setting, once per server, shared
+    read-only: each run computed them again, the Head shown slider's too (issue 47)."""
+    x, weights = random_tokens(B, T, C, seed), init_multihead(C, seed)
+    return {"x": x, "weights": weights, "steps": multi_head_steps(x, weights, H, causal),
+            "per_head": multi_head_per_head(x, weights, H, causal),
+            "per_query": one_query_at_a_time(x, weights, H, causal)}
+
+
 page = Page("multi_head")
 page.intro(
     "One layer of multi-head self-attention on a batch of random token vectors, run the way the code of "
@@ -20,9 +31,13 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c6)
 
 with page.guard():
     code = page.code
-    x = code.call("x", random_tokens, B, T, C, seed, note="a batch of random token vectors, (B, T, C)")
-    weights = code.call("weights", init_multihead, C, seed, note="000 eq. 64, 68: W_qkv = [W_Q | W_K | W_V], and W_O")
-    steps = code.call("steps", multi_head_steps, x, weights, H, causal,
+    # read inside each step's call: a setting the engine refuses fails in a step, as the Code view records it
+    computed = lambda name: layer(B, T, C, H, causal, seed)[name]  # noqa: E731
+    x = code.call("x", random_tokens, B, T, C, seed, via=lambda *_: computed("x"),
+                  note="a batch of random token vectors, (B, T, C)")
+    weights = code.call("weights", init_multihead, C, seed, via=lambda *_: computed("weights"),
+                        note="000 eq. 64, 68: W_qkv = [W_Q | W_K | W_V], and W_O")
+    steps = code.call("steps", multi_head_steps, x, weights, H, causal, via=lambda *_: computed("steps"),
                       note="000 §8.3.2, eq. 71-82: each line of the forward and the tensor it makes")
     attention = code.call("attention", step_tensor, steps, "att = F.softmax(att, dim=-1)",
                           note="000 eq. 80: every head's attention weights, (B, H, T, T)")
@@ -69,9 +84,10 @@ with page.guard():
                                  colorscale="RdBu_r", annotate=False, height=320))
 
     st.subheader("Checks, computed")
-    per_head = code.call("per_head", multi_head_per_head, x, weights, H, causal,
+    per_head = code.call("per_head", multi_head_per_head, x, weights, H, causal, via=lambda *_: computed("per_head"),
                          note="002 §2.1.3: the same layer one head at a time, Concat(head_1, …, head_h) W_O")
     per_query = code.call("per_query", one_query_at_a_time, x, weights, H, causal,
+                          via=lambda *_: computed("per_query"),
                           note="000 eq. 55: head 1 of batch item 1, one query at a time")
     gaps(("max |batched − one head at a time| (002 §2.1.3)", per_head, output),
          ("max |matrix form − one query at a time| (000 eq. 55 vs 62)", per_query, concat[0, :, :d]))

@@ -115,6 +115,18 @@ def test_multi_head_checks_and_bad_head_count():
     assert "choose one of 1, 2, 3, 4, 6, 12" in at.warning[0].value
 
 
+def test_moving_the_head_shown_on_multi_head_does_not_run_the_layer_again(monkeypatch):
+    """Every run computed the layer's forward and both checks again, though the Head shown slider only picks a
+    figure (issue 47): a setting is computed once per server now."""
+    from engine.attention import multihead
+    forwards = count_calls(monkeypatch, multihead, "multi_head_steps")
+    sessions = [open_page("multi_head", T="7", H="2", head=head) for head in ("1", "2")]
+    for at in sessions:
+        assert_clean(at)
+    assert metric(sessions[0], "max |batched") == metric(sessions[1], "max |batched")
+    assert len(forwards) <= 1
+
+
 def test_permutation_holds_without_positions_and_breaks_with_them():
     at = open_page("permutation", text="the cat sat on the mat", order="Shuffled", seed="3")
     assert float(metric(at, "max |A′")) < 1e-6

@@ -95,7 +95,8 @@ def stepper_for(name: str):
     return code.call("stepper", Seq2SeqStepper, model, text, note="the source is encoded once")
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+# 16 settings: an exhaustive search's tree has up to 200,000 nodes (search.MAX_EXPANSIONS)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def ranked(settings: tuple, _tree, _scoring: Scoring, _model) -> tuple[list, dict, dict]:
     """A search's finished hypotheses ranked by every rule, each rule's winner and its output, once per server for
     each of the page's settings (which fix the tree and the scoring), shared read-only: ranking scores every
@@ -105,7 +106,7 @@ def ranked(settings: tuple, _tree, _scoring: Scoring, _model) -> tuple[list, dic
     return found, best, winning_outputs(_model, _tree, best)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def tree_nodes(settings: tuple, _tree, _found: list, _model) -> list[figures.TreeNode]:
     """The drawn tree's nodes with their hover texts, once per server for each setting, shared read-only."""
     finished = {h.node: h for h in _found}

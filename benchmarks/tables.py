@@ -77,6 +77,24 @@ def stress(name: str = "class_size_stress") -> str:
     return f"{day(record)}, {record['machine']['cpus']} cores:\n\n" + rows(header, body, name)
 
 
+def cpu_per_change(name: str = "class_size_cpu") -> str:
+    """Issue 47's server CPU per control change: each round's class on the earlier commit's server and on this
+    checkout's, and after over before."""
+    record = results(name)
+    before = record["before_commit"][:7]
+    body = [[str(i), before if side == "before" else "this checkout", str(c["students"]), f"{c['change']['count']:,}",
+             measured(c["server"]["cpu_ms_per_change"], ".1f"), seconds(c["change"]["p95_s"]),
+             seconds(c["change"]["p99_s"]), measured(c["server"]["rss_mb_max"], ",.0f")]
+            for i, run in enumerate(record["rounds"], start=1) for side in ("before", "after")
+            for c in run[side]["classes"]]
+    ratios = "; ".join(f"{size} students, {ratio}x" for size, ratio in
+                       record["cpu_per_change_after_over_before"].items())
+    header = ["round", "server", "students", "changes", "CPU per change, ms", "change p95", "change p99",
+              "resident memory, most (MiB)"]
+    return (f"{day(record)}, {record['machine']['cpus']} cores; CPU per change, after over before: {ratios}:\n\n"
+            + rows(header, body, name))
+
+
 def memory() -> str:
     """A hosted server's memory: 10 sessions at once (benchmarks.load), and the class sizes' peaks."""
     load, sizes = results("load"), results("class_size")
@@ -204,6 +222,7 @@ TABLES = {
     "class_size_replicas": lambda: classes("class_size_replicas"),
     "class_size_cold": lambda: classes("class_size_cold"),
     "class_size_stress": stress,
+    "class_size_cpu": cpu_per_change,
     "memory": memory,
     "flash_gpu": flash_gpu,
     "flash_fp8": flash_fp8,

@@ -83,8 +83,13 @@ def lecture_requested() -> bool:
 
 def lecture_toggle() -> None:
     """A sidebar switch for projectors: larger text, the sidebar folded away, kept in the URL as `lecture`."""
+    raw = st.query_params.get(LECTURE)
     lecture = st.sidebar.toggle("Lecture mode", key=LECTURE, bind="query-params",
                                 help="Larger text and figures for projectors; the sidebar folds away")
+    if raw is not None and raw.lower() != str(lecture).lower():  # Streamlit drops any other value without a word
+        # on the page, not beside the switch: a phone's sidebar is folded away
+        st.info(f"URL parameter `{LECTURE}={raw[:40]}` is not true or false; using {str(lecture).lower()}.",
+                icon=":material/info:")
     st.html(BASE_CSS + (LECTURE_CSS if lecture else ""))
     st.html(f"<script>{CLIENT_JS}</script>", unsafe_allow_javascript=True)
 

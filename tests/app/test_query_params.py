@@ -12,8 +12,9 @@ import functools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import assert_clean, open_page, option_values
+from tests.app.conftest import APP, assert_clean, open_page, option_values
 from ui.catalog import PAGES
 
 FRAME = {"lecture", "tour", "stop"}  # the frame's parameters, tested in test_classroom_frame
@@ -122,3 +123,16 @@ def test_a_page_opened_from_another_starts_at_its_own_defaults(before, after, ty
     assert_clean(at)
     assert controls(at) == controls(open_page(after))
     assert not at.query_params
+
+
+@pytest.mark.parametrize("raw, noticed", [("1", True), ("yes", True), ("true", False), ("TRUE", False),
+                                          ("false", False)])
+def test_a_lecture_value_that_is_not_true_or_false_is_named_on_the_page(raw, noticed):
+    """The frame's lecture switch keeps the URL contract every page's controls keep: Streamlit drops a value it
+    cannot read as true or false without a word, and the page says so (the first run: a link opened)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["lecture"] = raw
+    at.run()
+    assert_clean(at)
+    said = [i.value for i in at.info if "URL parameter `lecture=" in i.value]
+    assert said == ([f"URL parameter `lecture={raw}` is not true or false; using false."] if noticed else [])

@@ -169,8 +169,9 @@ class WordVectors:
             return list(kept)
         if len(self.spelled) >= SPELLINGS_KEPT:
             self.spelled.clear()
-        self.spelled[word, n] = self._spellings(word, n)
-        return list(self.spelled[word, n])
+        # kept from here, not read back: another session's ask may clear the dict meanwhile
+        spellings = self.spelled[word, n] = self._spellings(word, n)
+        return list(spellings)
 
     def _spellings(self, word: str, n: int) -> list[str]:
         query = word.lower()

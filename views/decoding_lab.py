@@ -33,9 +33,9 @@ SEARCH_NOTES = {"beam": "000 eq. 30: beam search keeps the W most probable prefi
                 "exhaustive": "000 eq. 27-28: exhaustive search expands every prefix, N^T of them"}
 
 
-def _hover(node, hypothesis, label, tree) -> str:
+def _hover(node, hypothesis, model, tree) -> str:
     """Every term of a node: its token's and prefix's log-probabilities and, when finished, each score."""
-    lines = [f"“{label(tree.tokens(node.id))}”", f"log p(token) = {node.log_p:.4f}",
+    lines = [f"“{model.text(tree.tokens(node.id))}”", f"log p(token) = {node.log_p:.4f}",
              f"log P(prefix) = {node.cum_log_p:.4f}", f"pruned by: {node.score:.4f}",
              f"depth {node.depth}, {node.status}"]
     if hypothesis is not None:
@@ -110,10 +110,9 @@ def ranked(settings: tuple, _tree, _scoring: Scoring, _model) -> tuple[list, dic
 def tree_nodes(settings: tuple, _tree, _found: list, _model) -> list[figures.TreeNode]:
     """The drawn tree's nodes with their hover texts, once per server for each setting, shared read-only."""
     finished = {h.node: h for h in _found}
-    label = lambda tokens: "".join(_model.label(t) for t in tokens)  # noqa: E731
     return [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
                              "start" if n.parent is None else _model.label(n.token) if n.status != "pruned" else "",
-                             _hover(n, finished.get(n.id), label, _tree), n.cum_log_p, faded=n.status == "pruned")
+                             _hover(n, finished.get(n.id), _model, _tree), n.cum_log_p, faded=n.status == "pruned")
             for n in _tree.nodes]
 
 
@@ -172,13 +171,12 @@ def show_search(stepper) -> None:
                         note="000 eq. 32, 34-37, 41: the strengths of the length, coverage and length-ratio terms")
     shown = None if method == "exhaustive" else 2 * max(width, 1)  # pruned candidates drawn per step
     tree, found, best, outputs = run_search(stepper, scoring, prune_by, shown, stepper.source_length)
-    code.let("hypotheses", lambda: ["".join(stepper.label(t) for t in h.tokens) for h in found])
+    code.let("hypotheses", lambda: [stepper.text(h.tokens) for h in found])
     code.let("terms", lambda: [h.terms for h in found], note="log P, |Y|, lp, lp*, cp, ep and every rule's score")
     code.let("ranks", lambda: [h.rank for h in found])
     attention = code.let("attention", lambda: tree.attention(best["gnmt"]) if best else None,
                          note="the GNMT winner's attention (a date model's), and its coverage penalty (000 eq. 37)")
     winner_cp = code.call("winner_cp", cp, attention, beta) if attention is not None else None
-    label = lambda tokens: "".join(stepper.label(t) for t in tokens)  # noqa: E731
     left, right = st.columns([3, 2])
     with left:
         nodes = tree_nodes(search_settings(prune_by), tree, found, stepper)
@@ -207,7 +205,7 @@ def show_search(stepper) -> None:
                        "<|im_end|>, the end of its turn. Try “What is the capital of France?”. The beam is at most "
                        f"{SEARCH_WIDEST} wide: every step runs the 135M-parameter model once over all live prefixes.")
     st.subheader("Finished hypotheses, every rule side by side")
-    tables.dataframe({"hypothesis": [label(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
+    tables.dataframe({"hypothesis": [stepper.text(h.tokens) for h in found], "|Y|": [h.terms["length"] for h in found],
                       **{RULE_NAMES[r]: [round(h.terms[r], 4) for h in found] for r in RULES},
                       **{f"rank: {r}": [h.rank[r] for h in found] for r in RULES},
                       "lp": [round(h.terms["lp"], 4) for h in found], "cp": [round(h.terms["cp"], 4) for h in found]},

@@ -27,6 +27,10 @@ class Labels:
             text = labels[token] = self._label(token)
         return text
 
+    def text(self, tokens) -> str:
+        """Tokens as the page writes them, each by its label."""
+        return "".join(self.label(t) for t in tokens)
+
 
 class Seq2SeqStepper(Labels):
     """Decoder states and coverage carried per live prefix; the source is encoded once."""

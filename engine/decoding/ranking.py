@@ -33,4 +33,4 @@ def winners(hypotheses: list[Hypothesis]) -> dict[str, int]:
 
 def winning_outputs(model, tree: SearchTree, best: dict[str, int]) -> dict[str, str]:
     """What each rule outputs: its winner's tokens as the model (a Stepper) labels them, ■ for the end symbol."""
-    return {rule: "".join(model.label(t) for t in tree.tokens(node)) for rule, node in best.items()}
+    return {rule: model.text(tree.tokens(node)) for rule, node in best.items()}

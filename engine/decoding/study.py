@@ -30,7 +30,7 @@ def search_error_study(model: Seq2Seq, examples: list[Example], widths: list[int
     for example in examples:
         stepper = Seq2SeqStepper(model, example.source)
         exact_tokens, exact = best_prefix(search(stepper, "exhaustive", 0, length))
-        wrong += "".join(stepper.label(t) for t in exact_tokens) != example.target[:length]
+        wrong += stepper.text(exact_tokens) != example.target[:length]
         for i, w in enumerate(widths):
             _, found = best_prefix(search(stepper, "beam", w, length, pruned_shown=0))
             errors[i].append(found < exact - 1e-5)  # float32 log-probabilities, batched differently

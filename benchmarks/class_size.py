@@ -632,10 +632,12 @@ def before_and_after(args: argparse.Namespace, sizes: list[int]) -> tuple[dict, 
         """The server's CPU ms per change in the i-th class size, over every round."""
         classes = [r[side]["classes"][i] for r in rounds]
         return 1000 * sum(c["server"]["cpu_s_steady"] for c in classes) / sum(c["change"]["count"] for c in classes)
-    ratios = {size: round(per_change("after", i) / per_change("before", i), 2) for i, size in enumerate(sizes)}
-    for size, ratio in ratios.items():
-        print(f"{size} students: the server's CPU per change {per_change('after', sizes.index(size)):.1f} ms against "
-              f"{per_change('before', sizes.index(size)):.1f} ms at {commit[:7]}, {ratio}x")
+    ratios = {}
+    for i, size in enumerate(sizes):
+        after, before = per_change("after", i), per_change("before", i)
+        ratios[size] = round(after / before, 2)
+        print(f"{size} students: the server's CPU per change {after:.1f} ms against {before:.1f} ms at {commit[:7]}, "
+              f"{ratios[size]}x")
     failures = [f"{size} students: CPU per change {ratio}x of {commit[:7]}'s" for size, ratio in ratios.items()
                 if ratio > CPU_PER_CHANGE_TARGET]
     return {"before_commit": commit, "rounds": rounds, "cpu_per_change_after_over_before": ratios}, failures

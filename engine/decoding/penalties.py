@@ -51,8 +51,12 @@ class Scoring:
 
     def terms(self, log_p: float, length: int, attention: torch.Tensor | None, source_length: int) -> dict:
         """Every term and every rule's score for one finished hypothesis of `length` tokens."""
+        return self.terms_given_cp(log_p, length, cp(attention, self.beta) if attention is not None else 0.0,
+                                   source_length)
+
+    def terms_given_cp(self, log_p: float, length: int, coverage: float, source_length: int) -> dict:
+        """terms() with the hypothesis' coverage penalty cp already worked out (ranking works out all at once)."""
         length = max(length, 1)
-        coverage = cp(attention, self.beta) if attention is not None else 0.0
         return {"log_p": log_p, "length": length, "lp": lp(length, self.alpha), "lp_star": lp_star(length, self.alpha),
                 "cp": coverage, "ep": ep(length, source_length, self.gamma),
                 **{rule: self.score(rule, log_p, length, coverage, source_length) for rule in RULES}}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.decoding.penalties import RULES, Scoring
+from engine.decoding.penalties import RULES, Scoring, coverage_penalty
 from engine.decoding.search import SearchTree
 
 
@@ -17,9 +17,12 @@ class Hypothesis:
 
 def ranked_hypotheses(tree: SearchTree, scoring: Scoring, source_length: int) -> list[Hypothesis]:
     """Every finished hypothesis, best raw log P first; |Y| counts generated tokens, the end symbol included."""
-    found = [Hypothesis(n.id, tree.tokens(n.id), scoring.terms(n.cum_log_p, n.depth, tree.attention(n.id),
-                                                               source_length), {})
-             for n in tree.finished]
+    finished = tree.finished
+    coverages = tree.coverages(finished)  # (finished, |X|), or None without attention
+    penalties = coverage_penalty(coverages, scoring.beta).tolist() if coverages is not None else [0.0] * len(finished)
+    found = [Hypothesis(n.id, tree.tokens(n.id), scoring.terms_given_cp(n.cum_log_p, n.depth, penalty, source_length),
+                        {})
+             for n, penalty in zip(finished, penalties)]
     for rule in RULES:
         for position, h in enumerate(sorted(found, key=lambda h: -h.terms[rule]), start=1):
             h.rank[rule] = position

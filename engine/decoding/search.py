@@ -9,6 +9,7 @@ decoder states instead of rereading every prefix.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Protocol
@@ -66,6 +67,31 @@ class SearchTree:
         """The hypothesis' attention matrix (|Y|, |X|), one row per generated token."""
         rows = [n.attention for n in self.path(node_id)]
         return torch.stack(rows) if rows and rows[0] is not None else None
+
+    def coverages(self, nodes: list[Node]) -> torch.Tensor | None:
+        """Each node's coverage vector Σ_i a_ij over its path (eq. 37's inner sum): (len(nodes), |X|), float64;
+        None for a model without attention. Summed depth by depth, each row its parent's plus its own, in path
+        order as search() sums a prefix's coverage to prune by it (torch's sum(0) over the stacked rows may differ
+        in the last bit), and an exhaustive tree of 50,000 hypotheses costs one addition per depth."""
+        if not nodes or nodes[0].attention is None:
+            return None
+        on_paths = set()  # the nodes on the asked nodes' paths: in a beam search's tree, a few of its nodes
+        for n in nodes:
+            while n.parent is not None and n.id not in on_paths:
+                on_paths.add(n.id)
+                n = self.nodes[n.parent]
+        levels = defaultdict(list)  # depth -> its nodes on those paths, each a child of one a depth above
+        for n in self.nodes:
+            if n.id in on_paths:
+                levels[n.depth].append(n)
+        level_sums = [torch.zeros(1, nodes[0].attention.numel(), dtype=torch.float64)]  # the root sums nothing
+        row = {self.nodes[0].id: 0}  # node id -> its row in torch.cat(level_sums)
+        for depth in range(1, len(levels) + 1):
+            first = sum(len(sums) for sums in level_sums)
+            parents = torch.tensor([row[n.parent] for n in levels[depth]]) - (first - len(level_sums[-1]))
+            level_sums.append(level_sums[-1][parents] + torch.stack([n.attention for n in levels[depth]]).double())
+            row.update((n.id, first + i) for i, n in enumerate(levels[depth]))
+        return torch.cat(level_sums)[torch.tensor([row[n.id] for n in nodes])]
 
     @property
     def finished(self) -> list[Node]:

@@ -125,6 +125,25 @@ def test_with_no_penalties_every_rule_is_the_raw_log_probability():
     assert len(set(winners(found).values())) == 1
 
 
+@pytest.mark.parametrize("method, width, max_len", [("exhaustive", 0, 3), ("beam", 6, 20)])
+def test_ranking_scores_each_hypothesis_as_its_own_attention_matrix_does(method, width, max_len):
+    # ranking sums the coverage of all hypotheses at once, depth by depth; the reference is eq. 37 over each
+    # hypothesis' own matrix (terms() with cp of tree.attention), which sums its rows in another order
+    stepper, scoring = _date_stepper("dot"), Scoring(0.6, 0.5, 0.3)
+    tree = search(stepper, method, width, max_len, pruned_shown=None)
+    reference = {n.id: scoring.terms(n.cum_log_p, n.depth, tree.attention(n.id), stepper.source_length)
+                 for n in tree.finished}
+    found = ranked_hypotheses(tree, scoring, stepper.source_length)
+    assert len(found) == len(reference) > 10
+    for h in found:
+        assert h.terms.keys() == reference[h.node].keys() and h.tokens == tree.tokens(h.node)
+        for term, value in reference[h.node].items():
+            assert h.terms[term] == pytest.approx(value, rel=1e-12, abs=1e-12), term
+    for rule in ("raw", "mean", "gnmt", "gnmt_star"):
+        assert [h.node for h in sorted(found, key=lambda h: h.rank[rule])] == \
+            sorted(reference, key=lambda node: -reference[node][rule])
+
+
 def test_length_normalisation_can_change_the_winner():
     # seed 10: the most likely finished sequence is EOS alone, and the rules disagree about it
     tree = search(ToyModel(3, 10), "exhaustive", 0, 5)

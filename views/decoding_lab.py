@@ -22,6 +22,9 @@ from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
 from ui.smollm import smollm
 
 MODELS = ["additive", "additive_coverage", "dot", "lm", "smollm"]
+# tree nodes drawn at most: an exhaustive search of four steps has 44,000, a 26 MB figure that took the server 2 s
+# to send and no one can read; the widest beam here has under 5,000
+DRAWN = 5_000
 DEFAULT_TEXT = "march 31, 1950 at 4 pm"  # the rules disagree on it, and the coverage penalty finds the answer
 RULE_NAMES = {"raw": "log P", "mean": "log P / |Y|^α", "gnmt": "GNMT: log P / lp + cp + ep",
               "gnmt_star": "log P / lp* + cp + ep"}
@@ -108,12 +111,13 @@ def ranked(settings: tuple, _tree, _scoring: Scoring, _model) -> tuple[list, dic
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def tree_nodes(settings: tuple, _tree, _found: list, _model) -> list[figures.TreeNode]:
-    """The drawn tree's nodes with their hover texts, once per server for each setting, shared read-only."""
+    """The drawn tree's nodes with their hover texts, once per server for each setting, shared read-only: at most
+    DRAWN of them, the most likely prefixes."""
     finished = {h.node: h for h in _found}
     return [figures.TreeNode(str(n.id), None if n.parent is None else str(n.parent),
                              "start" if n.parent is None else _model.label(n.token) if n.status != "pruned" else "",
                              _hover(n, finished.get(n.id), _model, _tree), n.cum_log_p, faded=n.status == "pruned")
-            for n in _tree.nodes]
+            for n in _tree.most_likely(DRAWN)]
 
 
 def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, source_length: int, prefix: str = ""):
@@ -180,10 +184,14 @@ def show_search(stepper) -> None:
     left, right = st.columns([3, 2])
     with left:
         nodes = tree_nodes(search_settings(prune_by), tree, found, stepper)
-        figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished",
+        drawn = "" if len(nodes) == len(tree.nodes) else f"; the {len(nodes):,} most likely drawn"
+        figures.show(figures.tree(nodes, f"{method} search: {len(tree.nodes):,} nodes, {len(found)} finished{drawn}",
                                   colour_title="log P of prefix", steps=True))
         st.caption("The tree's own slider steps through the search: step t shows every prefix of at most t tokens "
-                   "it expanded, the beam and what it dropped.")
+                   "it expanded, the beam and what it dropped." + (
+                       f" This tree is too large to draw whole (it would be tens of megabytes, and unreadable): it "
+                       f"shows the {len(nodes):,} most likely prefixes, and the table below lists every finished "
+                       "hypothesis." if drawn else ""))
     with right:
         n_x = stepper.source_length or "|X|"
         equations(

@@ -93,6 +93,14 @@ class SearchTree:
             row.update((n.id, first + i) for i, n in enumerate(levels[depth]))
         return torch.cat(level_sums)[torch.tensor([row[n.id] for n in nodes])]
 
+    def most_likely(self, count: int) -> list[Node]:
+        """The nodes of the `count` most likely prefixes (largest log P), in the tree's order; all nodes when there
+        are no more. They form a tree of their own: a prefix is at least as likely as any of its extensions, since
+        log P only falls as tokens are added, and a tie goes to the older node, the parent."""
+        if len(self.nodes) <= count:
+            return self.nodes
+        return sorted(sorted(self.nodes, key=lambda n: (-n.cum_log_p, n.id))[:count], key=lambda n: n.id)
+
     @property
     def finished(self) -> list[Node]:
         return [n for n in self.nodes if n.status == "finished"]

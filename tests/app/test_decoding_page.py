@@ -112,6 +112,22 @@ def test_small_exhaustive_search_and_the_language_model():
     assert any("no attention matrix" in i.value for i in lm.info)
 
 
+def test_a_tree_too_large_to_draw_shows_its_most_likely_prefixes_and_says_so():
+    """Four steps of exhaustive search are 44,000 nodes: a 26 MB figure (issue 47). The page draws the DRAWN most
+    likely prefixes, a tree of their own, and its table still lists every finished hypothesis."""
+    at = open_page("decoding_lab", method="exhaustive", T="4", model="dot")
+    assert_clean(at)
+    model = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "dot.pt")[0], DEFAULT_TEXT)
+    tree = search(model, "exhaustive", 0, 4)
+    drawn = sorted(tree.nodes, key=lambda n: -n.cum_log_p)[:5_000]  # the reference: the most likely, by hand
+    title = f"exhaustive search: {len(tree.nodes):,} nodes, {len(tree.finished)} finished; the 5,000 most likely drawn"
+    points = figures(at)[title]["data"][-1]  # the nodes' trace, after the edges
+    assert len(points["x"]) == 5_000 < len(tree.nodes)
+    assert sorted(points["marker"]["color"], reverse=True) == [n.cum_log_p for n in drawn]
+    assert len(at.dataframe[1].value) == len(tree.finished)
+    assert any("too large to draw whole" in c.value for c in at.caption)
+
+
 def test_pruning_by_the_gnmt_score_is_a_choice_and_the_page_says_which_is_in_force():
     settings = dict(model="dot", W="2", T="12", alpha="0.6", beta="0.5", gamma="0.0")
     stepper = Seq2SeqStepper(load_seq2seq(CHECKPOINTS / "dot.pt")[0], DEFAULT_TEXT)

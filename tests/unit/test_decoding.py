@@ -144,6 +144,16 @@ def test_ranking_scores_each_hypothesis_as_its_own_attention_matrix_does(method,
             sorted(reference, key=lambda node: -reference[node][rule])
 
 
+def test_the_most_likely_prefixes_form_a_tree_of_their_own():
+    tree = search(ToyModel(3, 5), "exhaustive", 0, 5)
+    drawn = tree.most_likely(40)
+    ids = [n.id for n in drawn]
+    assert len(drawn) == 40 and ids == sorted(ids)
+    assert all(n.parent is None or n.parent in ids for n in drawn)  # every drawn prefix's parent drawn too
+    assert min(n.cum_log_p for n in drawn) >= max(n.cum_log_p for n in tree.nodes if n.id not in ids)
+    assert tree.most_likely(len(tree.nodes)) == tree.nodes
+
+
 def test_length_normalisation_can_change_the_winner():
     # seed 10: the most likely finished sequence is EOS alone, and the rules disagree about it
     tree = search(ToyModel(3, 10), "exhaustive", 0, 5)

@@ -95,6 +95,20 @@ def cpu_per_change(name: str = "class_size_cpu") -> str:
             + rows(header, body, name))
 
 
+def per_change(name: str = "per_change") -> str:
+    """What one control change costs the server, first time asked, one visitor: the changes heaviest in CPU and in
+    bytes, and the medians."""
+    record = results(name)
+    summary = record["summary"]
+    heaviest = {(c["page"], c["control"], c["value"]): c for c in summary["most_cpu"][:6] + summary["most_bytes"][:4]}
+    body = [[f"{c['page']}: `{c['control']}` to {c['value']}", f"{c['cpu_ms']:.0f}", f"{c['bytes']:,}",
+             "yes" if c["fragment"] else "no"] for c in heaviest.values()]
+    return (f"{day(record)}, {record['machine']['cpus']} cores; {summary['changes']} changes over every page: CPU "
+            f"median {summary['median_cpu_ms']:.0f} ms, mean {summary['mean_cpu_ms']:.0f} ms (clock ticks of 10 ms); "
+            f"sent median {summary['median_bytes']:,.0f} bytes, mean {summary['mean_bytes']:,}. The heaviest:\n\n"
+            + rows(["change", "server CPU, ms", "bytes sent", "a fragment's rerun"], body, name))
+
+
 def memory() -> str:
     """A hosted server's memory: 10 sessions at once (benchmarks.load), and the class sizes' peaks."""
     load, sizes = results("load"), results("class_size")
@@ -223,6 +237,7 @@ TABLES = {
     "class_size_cold": lambda: classes("class_size_cold"),
     "class_size_stress": stress,
     "class_size_cpu": cpu_per_change,
+    "per_change": per_change,
     "memory": memory,
     "flash_gpu": flash_gpu,
     "flash_fp8": flash_fp8,

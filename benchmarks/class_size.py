@@ -17,10 +17,10 @@ and come back), answer each question after a few seconds' thought, and the rest 
 from each lecturer's act to each follower's pushed run, the reveal's, the answers sent against those the lecturer's
 bar counts, the explorers' changes meanwhile (class_size_lecture.json).
 Issue 47's server CPU per control change (--before REV): the same seeded classes on REV's server and on this checkout's,
-in turn; after over before, goal <= 0.6.
+in turn; after over before, goal <= 0.6 (class_size_cpu.json).
 Usage: python -m benchmarks.class_size [--sizes 25,50,100,150,200] [--steady 60] [--url http://127.0.0.1:8501
        --warmers 2] [--cold] [--trainers 30 --sizes 60] [--flooders 1 --sizes 50] [--replicas 2 [--kill-at 90]]
-       [--stress] [--followers 80 --sizes 100] [--before 556f48d --sizes 100 --name class_size_cpu]
+       [--stress] [--followers 80 --sizes 100] [--before 556f48d --sizes 100]
 """
 from __future__ import annotations
 
@@ -734,7 +734,7 @@ def main() -> int:
                              + "; CPU per change is the server process's user and system CPU over the steady phase "
                                "over the changes finished in it, summed over the rounds",
                    "targets": {"cpu_per_change_after_over_before": CPU_PER_CHANGE_TARGET}, **runs}
-        return finish(args.name, result, failures)
+        return finish("class_size_cpu" if args.name == "class_size" else args.name, result, failures)
     run = serve_and_run(args, sizes, args.replicas)
     classes = run["classes"]
     knee = max((c["students"] for c in classes if within_targets(c)), default=0)

@@ -85,12 +85,12 @@ class SearchTree:
             if n.id in on_paths:
                 levels[n.depth].append(n)
         level_sums = [torch.zeros(1, nodes[0].attention.numel(), dtype=torch.float64)]  # the root sums nothing
-        row = {self.nodes[0].id: 0}  # node id -> its row in torch.cat(level_sums)
+        row, above = {self.nodes[0].id: 0}, 0  # node id -> its row in torch.cat(level_sums); the depth above's first
         for depth in range(1, len(levels) + 1):
-            first = sum(len(sums) for sums in level_sums)
-            parents = torch.tensor([row[n.parent] for n in levels[depth]]) - (first - len(level_sums[-1]))
+            parents = torch.tensor([row[n.parent] - above for n in levels[depth]])  # rows in the depth above's sums
             level_sums.append(level_sums[-1][parents] + torch.stack([n.attention for n in levels[depth]]).double())
-            row.update((n.id, first + i) for i, n in enumerate(levels[depth]))
+            above += len(level_sums[-2])
+            row.update((n.id, above + i) for i, n in enumerate(levels[depth]))
         return torch.cat(level_sums)[torch.tensor([row[n.id] for n in nodes])]
 
     def most_likely(self, count: int) -> list[Node]:

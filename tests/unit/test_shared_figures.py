@@ -2,6 +2,7 @@
 property paths parsed once. Each must give exactly what plotly gives without it."""
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -97,3 +98,21 @@ def test_a_shared_figures_key_is_the_same_for_equal_tensors_and_differs_for_othe
     assert key(steps(4.0)) == key(steps(4.0))
     assert key(steps(4.0)) != key(steps(5.0))
     assert key([torch.zeros(2)]) != key([torch.zeros(2, dtype=torch.float64)])
+
+
+def test_a_float32_heatmap_sends_its_numbers_as_float32_and_its_cell_text_rounded_in_float64():
+    """Issue 47, send less: a torch tensor's float32 values travel in 4 bytes each, and plotly.js reads back the
+    very numbers the float64 copy sent; the written cells are rounded as before."""
+    matrix = np.array([[0.123, 1 / 3], [2 / 3, 0.9876]], dtype=np.float32)
+    sent = json.loads(figures.heatmap(matrix, ["a", "b"], ["c", "d"], title="float32 cells").to_json())
+    z, text = sent["data"][0]["z"], sent["data"][0]["text"]
+    assert z["dtype"] == "f4" and text["dtype"] == "f8"
+    assert decoded(z) == matrix.astype(float).ravel().tolist()
+    assert decoded(text) == [0.123, 0.333, 0.667, 0.988]
+    wide = json.loads(figures.heatmap(matrix.astype(float) / 3, ["a", "b"], ["c", "d"], title="float64").to_json())
+    assert wide["data"][0]["z"]["dtype"] == "f8"  # float64 data keeps every digit
+
+
+def decoded(array: dict) -> list[float]:
+    """A numeric array as plotly's JSON carries it (base64 of its dtype), as floats."""
+    return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).astype(float).tolist()

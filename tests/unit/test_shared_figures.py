@@ -129,3 +129,18 @@ def test_a_shared_figure_is_found_by_its_arguments_names_without_reading_the_bui
     first = figures.bars(["a", "b"], {"s": [1.0, 2.0]}, "by position")
     again = figures.bars(labels=["a", "b"], series={"s": [1.0, 2.0]}, title="by position")
     assert again is first and looked_up == []
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_a_figure_built_as_a_spec_carries_the_default_template_in_one_shared_dict_that_stays_unchanged(name):
+    """_specified hands every figure the same template dict instead of plotly's deep copy of it: each must send
+    what plotly's default template gives, and building, keying and sending figures must leave the dict as it was."""
+    default = go.Figure().to_plotly_json()["layout"]["template"]  # plotly's own copy of the default template
+    fig = BUILDS[name]()
+    assert fig._layout["template"] is figures.TEMPLATE_SPEC
+    assert json.loads(fig.to_json())["layout"]["template"] == json.loads(go.Figure(layout={"template": default})
+                                                                          .to_json())["layout"]["template"]
+    figures._plotly_dict(fig)
+    figures.PICKLED[dict](fig._layout)
+    alt_text.describe(fig)
+    assert figures.TEMPLATE_SPEC == default

@@ -154,3 +154,14 @@ def test_pointer_sentinel_page_handles_a_short_window_and_a_long_passage():  # o
     long = open_page("pointer_sentinel", text="word " * 600)
     assert_clean(long)
     assert any("only its first 400" in i.value for i in long.info)
+
+
+def test_the_distracted_dates_are_drawn_once_and_shared_read_only():
+    """The coverage page's 1,000 distracted dates were unpickled from st.cache_data at every run (issue 47): one
+    frozen draw is now shared by every run, the engine's own."""
+    from engine.seq2seq.dates import distracted_examples
+    from ui.loaders import distracted_dates
+
+    first, again = distracted_dates(1000, 11), distracted_dates(1000, 11)
+    assert again is first and isinstance(first, tuple)
+    assert first == tuple(distracted_examples(1000, 11))

@@ -123,8 +123,8 @@ def _plotly_dict(fig: go.Figure) -> dict:
     lists), at every figure a class asks for: 11% of the server's Python time under a class of 100, on small
     figures most of their cost. tests/unit/test_shared_figures checks the two agree."""
     spec = {"data": fig._data, "layout": fig._layout}
-    if fig._frame_objs:
-        spec["frames"] = [frame._props for frame in fig._frame_objs]
+    if frames := getattr(fig, "_frame_dicts", None) or [frame._props for frame in fig._frame_objs]:
+        spec["frames"] = frames
     convert_to_base64(spec)  # as to_dict does: numpy arrays travel as typed base64
     return spec
 
@@ -418,8 +418,7 @@ def _grown(fig: go.Figure) -> go.Figure:
     pad = 0.5 + 0.04 * (max(rows) - min(rows))  # room for a marker at either end, as autorange leaves
     # fixed, so that a step's fewer nodes do not rescale the tree on a redraw (Play)
     spec["layout"]["yaxis"] |= dict(autorange=False, range=[max(rows) + pad, min(rows) - pad])
-    return go.Figure(_animated(spec, frames, [str(d) for d in range(deepest + 1)], deepest, prefix="step "),
-                     _validate=False)
+    return _stepped(_animated(spec, frames, [str(d) for d in range(deepest + 1)], deepest, prefix="step "))
 
 
 def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int,
@@ -429,8 +428,23 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     changes; traces after those stay as drawn; `layouts`, if given, is what each frame changes in the layout (its
     title, an axis's range). Keep frames numeric: plotly validates every frame on every rerun, and colour strings
     cost far more than numbers. fig itself is left as it was: it may be a shared figure (see shared)."""
-    spec = copy.deepcopy(fig.to_dict())  # a shared figure's to_dict is its own spec, not a copy
-    return go.Figure(_animated(spec, frames, names, start, prefix, duration_ms, layouts), _validate=False)
+    whole = fig.to_dict()  # a shared figure's to_dict is its own spec, not a copy
+    # the template is left out of the copy: _stepped gives every figure the one shared template
+    spec = copy.deepcopy({"data": whole["data"],
+                          "layout": {key: value for key, value in whole["layout"].items() if key != "template"}})
+    return _stepped(_animated(spec, frames, names, start, prefix, duration_ms, layouts))
+
+
+def _stepped(spec: dict) -> go.Figure:
+    """A figure that sends spec, plain dicts with frames (animate, _grown): plotly makes objects of its data and
+    layout only, with the one template of _specified, and its frames stay the dicts they are, where plotly made an
+    object of every trace of every frame (more than half of building a stepped figure). to_dict gives a copy,
+    frames and all, as plotly's does; shared() reads them through _plotly_dict."""
+    fig = go.Figure({"data": spec["data"], "layout": spec["layout"] | {"template": {}}}, _validate=False)
+    fig._layout["template"] = TEMPLATE_SPEC
+    fig._frame_dicts = spec["frames"]
+    fig.to_dict = lambda: copy.deepcopy(_plotly_dict(fig))
+    return fig
 
 
 def _animated(spec: dict, frames: Sequence[Sequence[dict]], names: Sequence[str], start: int, prefix: str = "step ",

@@ -3,10 +3,12 @@ property paths parsed once. Each must give exactly what plotly gives without it.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 from plotly import basedatatypes
 
@@ -113,8 +115,10 @@ def test_a_float32_heatmap_sends_its_numbers_as_float32_and_its_cell_text_rounde
     assert wide["data"][0]["z"]["dtype"] == "f8"  # float64 data keeps every digit
 
 
-def decoded(array: dict) -> list[float]:
-    """A numeric array as plotly's JSON carries it (base64 of its dtype), as floats."""
+def decoded(array: dict | list) -> list[float]:
+    """A numeric array as plotly's JSON carries it (a list, or base64 of its dtype), as floats."""
+    if isinstance(array, list):
+        return [float(x) for x in array]
     return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).astype(float).tolist()
 
 
@@ -144,3 +148,26 @@ def test_a_figure_built_as_a_spec_carries_the_default_template_in_one_shared_dic
     figures.PICKLED[dict](fig._layout)
     alt_text.describe(fig)
     assert figures.TEMPLATE_SPEC == default
+
+
+STEPPED = {
+    "tree, its step slider": lambda: figures.tree.__wrapped__(TREE, title="T", steps=True),
+    "lines, animated": lambda: figures.animate(figures.lines(np.arange(3), {"a": [1.0, 2.0, 3.0]}, title="A"),
+                                               [[dict(y=[1.0, 2.0, 3.0])], [dict(y=[3.0, 2.0, 1.0])],
+                                                [dict(y=[2.0, 2.0, 2.0])]], ["0", "1", "2"], 1),
+}
+
+
+@pytest.mark.parametrize("name", STEPPED)
+def test_a_stepped_figure_sends_its_frames_as_plotly_validates_them_and_the_default_template(name):
+    """animate and the tree's step slider keep their frames as dicts, not plotly objects: what plotly_chart writes
+    must be what plotly's validation makes of it, each frame there, with the default template."""
+    fig = STEPPED[name]()
+    sent = json.loads(pio.to_json(fig.to_dict(), validate=False))  # as st.plotly_chart writes it
+    assert len(sent["frames"]) == 3 and [frame["name"] for frame in sent["frames"]] == ["0", "1", "2"]
+    assert json.loads(go.Figure(copy.deepcopy(sent)).to_json()) == sent
+    assert sent["layout"]["template"] == go.Figure().to_plotly_json()["layout"]["template"]
+    if name == "lines, animated":  # the frames given, and the data as the start frame has it
+        assert [decoded(frame["data"][0]["y"]) for frame in sent["frames"]] == [[1, 2, 3], [3, 2, 1], [2, 2, 2]]
+        assert decoded(sent["data"][0]["y"]) == [3, 2, 1]
+    assert figures.TEMPLATE_SPEC == go.Figure().to_plotly_json()["layout"]["template"]

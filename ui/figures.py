@@ -32,7 +32,7 @@ FIGURES_KEPT = 128  # per kind of figure: the default views of every page and wh
 # Every figure is made with this template, taken as plotly's default: a new figure receives it unvalidated,
 # where naming it in update_layout validates a deep copy (15 ms of the 30 a heatmap took to build).
 pio.templates.default = palette.TEMPLATE  # plotly_white with colours for every kind of colour vision
-# what a figure built from dicts (_specified) carries as its template: every such figure holds this one dict, which
+# what a figure built from dicts (_unvalidated) carries as its template: every such figure holds this one dict, which
 # nothing writes to (plotly_chart and _plotly_dict only read it)
 TEMPLATE_SPEC = pio.templates[palette.TEMPLATE].to_plotly_json()
 
@@ -183,10 +183,14 @@ def _specified(traces: list[dict], layout: dict, title: str, height: int) -> go.
     asked for yet pays at every change (plotly.py issue #5514 measures the same). tests/unit/test_shared_figures
     checks that plotly's validation leaves each builder's spec unchanged."""
     traces = [{key: value for key, value in trace.items() if value is not None} for trace in traces]
-    # an empty template, so plotly does not give the figure its own deep copy of the default one (0.28 of the 0.39 ms
-    # a small figure took, 3.8% of the server's GIL time under a class); then the one shared, read-only copy
-    fig = go.Figure({"data": traces, "layout": _frame(title, height, bool(title)) | layout | {"template": {}}},
-                    _validate=False)
+    return _unvalidated(traces, _frame(title, height, bool(title)) | layout)
+
+
+def _unvalidated(data: list[dict], layout: dict) -> go.Figure:
+    """go.Figure of plain dicts, unvalidated, holding the one shared TEMPLATE_SPEC: given an empty template, plotly
+    does not give the figure its own deep copy of the default one (0.28 of the 0.39 ms a small figure took, 3.8% of
+    the server's GIL time under a class)."""
+    fig = go.Figure({"data": data, "layout": layout | {"template": {}}}, _validate=False)
     fig._layout["template"] = TEMPLATE_SPEC
     return fig
 
@@ -429,7 +433,7 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
     title, an axis's range). Keep frames numeric: plotly validates every frame on every rerun, and colour strings
     cost far more than numbers. fig itself is left as it was: it may be a shared figure (see shared)."""
     whole = fig.to_dict()  # a shared figure's to_dict is its own spec, not a copy
-    # the template is left out of the copy: _stepped gives every figure the one shared template
+    # the template is left out of the copy: _stepped gives the figure the one shared template
     spec = copy.deepcopy({"data": whole["data"],
                           "layout": {key: value for key, value in whole["layout"].items() if key != "template"}})
     return _stepped(_animated(spec, frames, names, start, prefix, duration_ms, layouts))
@@ -437,11 +441,10 @@ def animate(fig: go.Figure, frames: Sequence[Sequence[dict]], names: Sequence[st
 
 def _stepped(spec: dict) -> go.Figure:
     """A figure that sends spec, plain dicts with frames (animate, _grown): plotly makes objects of its data and
-    layout only, with the one template of _specified, and its frames stay the dicts they are, where plotly made an
+    layout only, with the one shared template, and its frames stay the dicts they are, where plotly made an
     object of every trace of every frame (more than half of building a stepped figure). to_dict gives a copy,
     frames and all, as plotly's does; shared() reads them through _plotly_dict."""
-    fig = go.Figure({"data": spec["data"], "layout": spec["layout"] | {"template": {}}}, _validate=False)
-    fig._layout["template"] = TEMPLATE_SPEC
+    fig = _unvalidated(spec["data"], spec["layout"])
     fig._frame_dicts = spec["frames"]
     fig.to_dict = lambda: copy.deepcopy(_plotly_dict(fig))
     return fig

@@ -224,6 +224,27 @@ def test_lecture_mode_enlarges_text_and_stays_in_the_url(page):
     screenshot(page, "lecture")
 
 
+# per heatmap: the margins it was sent with and those plotly drew it with, and whether its x labels stand level
+HEATMAP_MARGINS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(gd => gd.data[0].type === 'heatmap' && gd._fullLayout.yaxis.type === 'category')
+  .map(gd => { const L = gd._fullLayout;
+               return {sent: [L.margin.l, L.margin.r, L.margin.b], drawn: [L._size.l, L._size.r, L._size.b],
+                       level: !L.xaxis._tickAngles || !L.xaxis._tickAngles.xtick}; })"""
+
+
+@pytest.mark.parametrize("lecture", ["false", "true"])
+def test_a_heatmap_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
+    """ui/margins.py: plotly's automargin leaves a heatmap's margins as sent, so the figure is drawn once, not twice
+    (where plotly turns crowded x labels, it grows the bottom margin, and draws again)."""
+    for slug in ("one_hot", "multi_head", "sinusoidal", "pointer_network"):
+        open_url(page, f"/{slug}?lecture={lecture}")
+        wait_for_plots(page)
+        heatmaps = [h for h in page.evaluate(HEATMAP_MARGINS) if h["level"]]
+        assert heatmaps, slug
+        for heatmap in heatmaps:
+            assert heatmap["drawn"] == pytest.approx(heatmap["sent"]), (slug, heatmap)
+
+
 def test_typed_matrix_of_the_wrong_width_gets_a_message(page):
     open_url(page, "/scoring_functions?inputs=Typed")
     box = page.get_by_label("Q (one query per row)")

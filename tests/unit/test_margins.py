@@ -1,0 +1,87 @@
+"""ui/margins.py against what plotly.js drew in chromium (Streamlit 1.67, the page's Source Sans): the labels' boxes,
+the colour bars' ticks and the margins automargin asked for, read from the app's own heatmaps at 13 and 20 px."""
+import numpy as np
+import pytest
+
+from ui import margins
+
+# (label, font px): the width of plotly's drawn box, px
+DRAWN_LABELS = {
+    ("mat", 13): 22.15, ("the", 13): 17.92, ("−0.5", 13): 22.62, ("t6", 13): 10.86, ("0.2", 13): 16.17,
+    ("10 ■", 13): 23.33, ("q1", 13): 13.69, ("0.14", 13): 23.16, ("step 7", 13): 32.14, ("good", 13): 27.69,
+    ("K, V 2", 13): 29.12, ("mat", 20): 33.39, ("the", 20): 27.64, ("−0.5", 20): 34.81, ("t6", 20): 16.76,
+    ("0.2", 20): 24.92, ("10 ■", 20): 35.89, ("q1", 20): 21.05, ("0.14", 20): 34.86, ("step 7", 20): 49.49,
+    ("good", 20): 42.59, ("K, V 2", 20): 44.86,
+}
+
+
+@pytest.mark.parametrize(("label", "font_px"), DRAWN_LABELS)
+def test_a_label_is_as_wide_as_plotly_draws_it(label, font_px):
+    drawn = DRAWN_LABELS[label, font_px]
+    assert drawn - 2.6 <= margins.label_px(label, font_px) <= drawn + 1.0
+
+
+# (low, high, the bar's length in px) -> the ticks plotly wrote on the colour bar of the app's heatmap
+DRAWN_TICKS = [
+    ((0, 2, 213.8), ["0", "0.5", "1", "1.5", "2"]),  # one-hot distances, 350 px high
+    ((-1, 1, 213.8), ["−1", "−0.5", "0", "0.5", "1"]),
+    ((0, 6.2, 213.8), ["0", "1", "2", "3", "4", "5", "6"]),
+    ((0, 1, 199.8), ["0", "0.2", "0.4", "0.6", "0.8", "1"]),  # a head's weights, 336 px
+    ((0, 1, 63.8), ["0", "0.5", "1"]),  # scoring functions, 200 px: 0.2 is exactly the rough step, so 0.5
+    ((0, 1, 123.8), ["0", "0.5", "1"]),  # decoding lab's coverage, 260 px
+    ((0, 1, 165.2), ["0", "0.2", "0.4", "0.6", "0.8", "1"]),  # the same in lecture mode, 325 px
+    ((0, 0.19, 383.8), ["0", "0.02", "0.04", "0.06", "0.08", "0.1", "0.12", "0.14", "0.16", "0.18"]),
+]
+
+
+@pytest.mark.parametrize(("span", "drawn"), DRAWN_TICKS)
+def test_a_colour_bar_gets_plotlys_ticks(span, drawn):
+    assert margins.linear_tick_labels(*span) == drawn
+
+
+def test_ticks_plotly_writes_with_suffixes_or_exponents_are_left_to_plotly():
+    assert margins.linear_tick_labels(0, 20_000, 200) is None
+    assert margins.linear_tick_labels(0, 1e-4, 200) is None
+    assert margins.linear_tick_labels(1, 1, 200) is None
+    assert margins.linear_tick_labels(0, float("nan"), 200) is None
+
+
+def test_the_colour_range_is_the_data_s_where_not_given_and_centred_on_zmid():
+    matrix = np.array([[np.nan, -0.5], [2.0, 0.25]])
+    assert margins.colour_range(matrix, None, None, None) == (-0.5, 2.0)
+    assert margins.colour_range(matrix, 0.0, None, None) == (0.0, 2.0)
+    assert margins.colour_range(matrix, None, None, 0.0) == (-2.0, 2.0)
+
+
+# font px, figure height, top margin, the rows' labels, the colour range (None: no bar) -> what plotly pushed:
+# the y axis's left, the colour bar's right, the x axis's bottom
+PUSHED = [
+    (13, 350, 62, ["mat", "on", "sit", "cat", "the"], (0, 2), (58.75, 76.17, 54.2)),
+    (13, 350, 62, ["mat", "on", "sit", "cat", "the"], (-1, 1), (58.75, 82.62, 54.2)),
+    (13, 336, 62, ["t6", "t5", "t4", "t3", "t2", "t1"], (0, 1), (48.06, 76.7, 54.2)),
+    (13, 220, 62, ["t6", "t5", "t4", "t3", "t2", "t1"], None, (48.06, 10, 54.2)),
+    (13, 560, 62, ["10 ■", "9 3", "8 0", "0 2"], (0, 1), (60.53, 76.7, 54.2)),
+    (13, 476, 62, [f"step {i}" for i in range(8)], (0, 1), (69.34, 76.7, 54.2)),
+    (13, 266, 62, ["K, V 2", "K, V 1", "K, V 0"], None, (66.33, 10, 54.2)),
+    (13, 200, 62, ["q1"], (0, 1), (50.89, 76.17, 54.2)),
+    (20, 437, 70, ["mat", "on", "sit", "cat", "the"], (-1, 1), (75.96, 94.81, 69.8)),
+    (20, 420, 70, ["t6", "t5", "t4", "t3", "t2", "t1"], (0, 1), (59.5, 84.92, 69.8)),
+    (20, 600, 70, ["10 ■", "9 3", "8 0", "0 2"], (0, 1), (78.69, 84.92, 69.8)),
+    (20, 595, 70, [f"step {i}" for i in range(8)], (0, 1), (92.24, 84.92, 69.8)),
+    (20, 332, 70, ["good", "feel", "I"], None, (85.39, 10, 69.8)),
+]
+
+
+@pytest.mark.parametrize(("font_px", "height", "top", "rows", "colours", "pushed"), PUSHED)
+def test_a_heatmap_gets_the_margins_plotly_would_push_to_and_a_few_px_more(font_px, height, top, rows, colours,
+                                                                          pushed):
+    given = margins.heatmap(font_px, height - top, rows, colours)
+    for side, push in zip("lrb", pushed):
+        # never short (plotly would draw the figure again), never wider than the slack, a px of the label's
+        # estimate and the rounding
+        assert push <= given[side] <= push + margins.SLACK_EM * font_px + 2, side
+
+
+def test_a_numeric_row_axis_and_an_unknown_bar_are_left_to_plotly():
+    given = margins.heatmap(13, 300, None, (0, 20_000))
+    assert "l" not in given and "r" not in given and given["b"] >= 54.2

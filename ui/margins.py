@@ -1,0 +1,111 @@
+"""The margins plotly.js's automargin will give a figure, worked out before it is sent, so the browser draws it once.
+
+plotly draws a new figure with the margins it is given, measures its tick labels and colour bar, and if they need
+more room draws the whole figure again (`Plots.doAutoMargin`). Streamlit mounts every changed chart anew, so each
+figure a control changed was drawn twice: 40% of Plotly's time on the coverage page. A figure sent with the margins
+automargin would choose is drawn once. automargin stays on: where a guess falls short (a label plotly rotates to
+fit, a legend whose rows depend on the page's width), plotly grows the margin as before, and nothing is cut off.
+
+The rules below are plotly's, read off what it drew in chromium (Streamlit 1.67's plotly.js, the page's Source Sans)
+for 74 heatmaps at 13 and 20 px; tests/e2e checks that heatmaps come out of their first draw unchanged.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+# Advance widths in em of Source Sans, the page's font and the figures' (measured in chromium: canvas measureText
+# at 13 px, divided by 13; at 20 px they are the same to 1e-5)
+EM = {
+    **dict.fromkeys("0123456789#$+<=>^~−×≤≥", 0.497), " ": 0.2, "!": 0.289, '"': 0.426, "%": 0.824, "&": 0.609,
+    "'": 0.249, "(": 0.303, ")": 0.303, "*": 0.418, ",": 0.249, "-": 0.311, ".": 0.249, "/": 0.35, ":": 0.249,
+    ";": 0.249, "?": 0.425, "@": 0.847, "[": 0.303, "\\": 0.35, "]": 0.303, "_": 0.5, "`": 0.542, "{": 0.303,
+    "|": 0.241, "}": 0.303, "A": 0.543, "B": 0.588, "C": 0.571, "D": 0.615, "E": 0.527, "F": 0.494, "G": 0.617,
+    "H": 0.652, "I": 0.263, "J": 0.479, "K": 0.579, "L": 0.486, "M": 0.727, "N": 0.647, "O": 0.664, "P": 0.566,
+    "Q": 0.664, "R": 0.569, "S": 0.534, "T": 0.536, "U": 0.645, "V": 0.515, "W": 0.786, "X": 0.513, "Y": 0.476,
+    "Z": 0.539, "a": 0.504, "b": 0.553, "c": 0.456, "d": 0.555, "e": 0.496, "f": 0.292, "g": 0.504, "h": 0.544,
+    "i": 0.246, "j": 0.247, "k": 0.495, "l": 0.255, "m": 0.829, "n": 0.547, "o": 0.542, "p": 0.555, "q": 0.555,
+    "r": 0.347, "s": 0.419, "t": 0.338, "u": 0.544, "v": 0.467, "w": 0.719, "x": 0.446, "y": 0.467, "z": 0.425,
+    "…": 0.948, "·": 0.249, "√": 0.557, "Σ": 0.538, "α": 0.56, "β": 0.565, "γ": 0.484, "λ": 0.494, "ω": 0.701,
+    "θ": 0.522, "π": 0.586, "ᵀ": 0.356, "′": 0.249, "“": 0.426, "”": 0.426, "’": 0.249, "–": 0.48, "—": 0.8,
+    "°": 0.331, "→": 0.619, "←": 0.619, "é": 0.496, "è": 0.496, "à": 0.504, "ü": 0.544, "ö": 0.542, "ä": 0.504,
+    "ñ": 0.547, **dict.fromkeys("₀₁₂₃₄₅₆₇₈₉⁰¹²³⁴⁵⁶⁷⁸⁹⁻", 0.367), **dict.fromkeys("■□", 0.6), "▁": 0.769,
+    "Ġ": 0.617, "Ċ": 0.571, "⏎": 0.838, "↵": 0.838, "␣": 0.635, "∞": 0.782, "≈": 0.497, "≠": 0.497, "÷": 0.497,
+    "§": 0.497, "⋯": 1.0, "ε": 0.448, "δ": 0.531, "μ": 0.562, "σ": 0.546, "τ": 0.458, "φ": 0.68, "η": 0.541,
+    "ρ": 0.549, "Δ": 0.588, "Θ": 0.664, "∂": 0.528, "∝": 0.714, "⟶": 1.434, "½": 0.808, "ℓ": 0.409, "‑": 0.311,
+    **dict.fromkeys("▒▌", 0.708), "⊙": 0.838, "‖": 0.391,
+}
+UNKNOWN_EM = 1.0  # a character not above (a CJK one, an emoji): as wide as the widest, so the margin errs wide
+# a drawn label's box is up to 2.5 px (at 13 px) wider than its advances; a margin this much wider is never short
+SLACK_EM = 0.2
+# plotly's room beside the labels, in px, from its drawn figures: a left y axis takes its widest label plus
+# 26.8 + 0.8 em (title band included, titled or not); a bottom x axis of level labels 25.2 + 2.23 em; a colour bar
+# its widest label plus 60 (bar, padding and tick gap)
+Y_GAP_PX, Y_GAP_EM = 26.8, 0.8
+X_DEPTH_PX, X_DEPTH_EM = 25.2, 2.2286
+COLOUR_BAR_PX = 60
+COLOUR_BAR_PAD_PX = 20  # a colour bar runs the plot's height less its padding above and below
+BASE_PX = 10  # the margin of a side nothing pushes (the figures' own)
+
+
+def label_px(text: str, font_px: float) -> float:
+    """How wide plotly draws text in the page's font at font_px."""
+    return font_px * sum(EM.get(ch, UNKNOWN_EM) for ch in text)
+
+
+def widest_px(texts: Iterable[str], font_px: float) -> float:
+    return max((label_px(text, font_px) for text in texts), default=0.0)
+
+
+def linear_tick_labels(low: float, high: float, length_px: float) -> list[str] | None:
+    """The labels plotly's automatic ticks write on a linear axis of that length from low to high (a colour bar's),
+    as it writes them: dtick the first of 2, 5, 10 times a power of ten above the range over 4-9 ticks and one,
+    as few decimals as dtick needs, "−" for minus. None where plotly would switch to SI suffixes or exponents."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return None
+    rough = (high - low) / (min(max(length_px / 40, 4), 9) + 1)
+    base = 10 ** math.floor(math.log10(rough))
+    dtick = base * next(step for step in (2, 5, 10) if step > rough / base)
+    if dtick < 1e-4 or max(abs(low), abs(high)) >= 1e4:
+        return None
+    decimals = max(0, -math.floor(math.log10(dtick) + 1e-9))
+    first, last = math.ceil(low / dtick - 1e-9), math.floor(high / dtick + 1e-9)
+    labels = []
+    for k in range(first, last + 1):
+        text = f"{k * dtick:.{decimals}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        labels.append("0" if text in ("-0", "") else text.replace("-", "−"))
+    return labels
+
+
+def colour_range(matrix: np.ndarray, zmin: float | None, zmax: float | None,
+                 zmid: float | None) -> tuple[float, float]:
+    """The range a heatmap's colour bar spans: zmin and zmax where given, else the data's; zmid centres it."""
+    finite = matrix[np.isfinite(matrix)]
+    low = float(finite.min()) if zmin is None and finite.size else zmin
+    high = float(finite.max()) if zmax is None and finite.size else zmax
+    if low is None or high is None:
+        return math.nan, math.nan
+    if zmid is not None and (zmin is None or zmax is None):
+        half = max(abs(high - zmid), abs(low - zmid))
+        low, high = (zmid - half if zmin is None else low), (zmid + half if zmax is None else high)
+    return float(low), float(high)
+
+
+def heatmap(font_px: int, below_top_px: int, y_labels: Sequence[str] | None,
+            colours: tuple[float, float] | None) -> dict:
+    """A heatmap's left, right and bottom margins: y_labels its category rows' labels (None: a numeric axis, left to
+    automargin), colours the colour bar's range (None: no colour bar). below_top_px is the figure's height under its
+    top margin; the x labels are taken to stand level (plotly turns them when they crowd, and grows the margin)."""
+    slack = SLACK_EM * font_px
+    bottom = X_DEPTH_PX + X_DEPTH_EM * font_px
+    margin = {"b": math.ceil(bottom + slack)}
+    if y_labels is not None:
+        margin["l"] = math.ceil(widest_px(y_labels, font_px) + Y_GAP_PX + Y_GAP_EM * font_px + slack)
+    if colours is None:
+        margin["r"] = BASE_PX
+    elif labels := linear_tick_labels(*colours, below_top_px - bottom - COLOUR_BAR_PAD_PX):
+        margin["r"] = math.ceil(widest_px(labels, font_px) + COLOUR_BAR_PX + slack)
+    return margin

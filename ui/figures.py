@@ -486,7 +486,13 @@ def _animated(spec: dict, frames: Sequence[Sequence[dict]], names: Sequence[str]
                       currentvalue=dict(prefix=prefix, xanchor="right"),
                       steps=[dict(label=name, method="animate", args=[[name], step]) for name in names])],
     )
-    spec["layout"]["margin"] = spec["layout"].get("margin", {}) | dict(b=150)
+    layout = spec["layout"]
+    layout["margin"] = layout.get("margin", {}) | dict(b=150)
+    ranges = [frame_layout.get("yaxis", {}).get("range") for frame_layout in layouts or ()]
+    if ranges and all(ranges):  # the y labels of every frame are known: room for the widest, so no step redraws
+        length = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+        if left := margins.left_of_ranges(layout["font"]["size"], ranges, length):
+            layout["margin"]["l"] = max(layout["margin"].get("l", margins.BASE_PX), left)
     return spec
 
 

@@ -94,6 +94,16 @@ def colour_range(matrix: np.ndarray, zmin: float | None, zmax: float | None,
     return float(low), float(high)
 
 
+def left_of_ranges(font_px: int, ranges: Sequence[tuple[float, float]], length_px: float) -> int | None:
+    """The left margin of a numeric y axis of that length that shows each of ranges in turn (a stepped figure's
+    frames): room for the widest label any of them writes. None where plotly's labels are not foreseen."""
+    labels = [linear_tick_labels(low, high, length_px) for low, high in ranges]
+    if not labels or any(frame is None for frame in labels):
+        return None
+    widest = max(widest_px(frame, font_px) for frame in labels)
+    return math.ceil(widest + Y_GAP_PX + Y_GAP_EM * font_px + SLACK_EM * font_px)
+
+
 def heatmap(font_px: int, below_top_px: int, y_labels: Sequence[str] | None,
             colours: tuple[float, float] | None) -> dict:
     """A heatmap's left, right and bottom margins: y_labels its category rows' labels (None: a numeric axis, left to

@@ -85,3 +85,27 @@ def test_a_heatmap_gets_the_margins_plotly_would_push_to_and_a_few_px_more(font_
 def test_a_numeric_row_axis_and_an_unknown_bar_are_left_to_plotly():
     given = margins.heatmap(13, 300, None, (0, 20_000))
     assert "l" not in given and "r" not in given and given["b"] >= 54.2
+
+
+def test_a_numeric_axis_through_several_ranges_gets_room_for_the_widest_of_their_labels():
+    # 0 to 1.05 over 200 px: 0, 0.2, ..., 1, whose widest label is three characters, as plotly's bar charts here
+    # pushed 53.37 px for them at 13 px
+    assert 53.37 <= margins.left_of_ranges(13, [(0, 0.5), (0, 1.05)], 200) <= 53.37 + 2.6 + 2
+    wider = margins.left_of_ranges(13, [(0, 0.5), (-1.05, 1.05)], 200)  # "−0.5" is wider than "0.2"
+    assert wider > margins.left_of_ranges(13, [(0, 0.5)], 200)
+    assert margins.left_of_ranges(13, [(0, 1), (0, 50_000)], 200) is None
+    assert margins.left_of_ranges(13, [], 200) is None
+
+
+def test_a_stepped_figure_whose_frames_set_the_y_range_is_sent_with_room_for_every_frames_labels():
+    from ui import figures
+
+    bars = figures.bars(["a", "b"], {"c^t": [0.1, 0.2]}, title="t", y_title="weight")
+    ranges = [[0, 0.5], [-2.1, 2.1], [0, 1.05]]
+    stepped = figures.animate(bars, [[dict(y=[0.1, 0.2])]] * 3, ["0", "1", "2"], 0,
+                              layouts=[{"yaxis": {"range": r}} for r in ranges])
+    layout = stepped.to_dict()["layout"]
+    length = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert layout["margin"]["l"] == margins.left_of_ranges(13, [tuple(r) for r in ranges], length)
+    plain = figures.animate(bars, [[dict(y=[0.1, 0.2])]] * 3, ["0", "1", "2"], 0)
+    assert "l" not in plain.to_dict()["layout"]["margin"] or plain.to_dict()["layout"]["margin"]["l"] == 10

@@ -156,7 +156,8 @@ def _frame(title: str, height: int, headed: bool) -> dict:
                    yanchor="bottom", pad=dict(b=8)),
         font=dict(size=20 if big else 13, family="Source Sans, sans-serif"),  # the page's own font
         height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
-        margin=dict(l=10, r=10, t=(TOOLBAR_PX + title_size + 14) if headed else TOOLBAR_PX, b=10),
+        margin=dict(l=margins.BASE_PX, r=margins.BASE_PX, t=(TOOLBAR_PX + title_size + 14) if headed else TOOLBAR_PX,
+                    b=margins.BASE_PX),
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
         dragmode=False,
     )

@@ -100,8 +100,12 @@ def left_of_ranges(font_px: int, ranges: Sequence[tuple[float, float]], length_p
     labels = [linear_tick_labels(low, high, length_px) for low, high in ranges]
     if not labels or any(frame is None for frame in labels):
         return None
-    widest = max(widest_px(frame, font_px) for frame in labels)
-    return math.ceil(widest + Y_GAP_PX + Y_GAP_EM * font_px + SLACK_EM * font_px)
+    return _left_of(max(widest_px(frame, font_px) for frame in labels), font_px)
+
+
+def _left_of(widest_label_px: float, font_px: int) -> int:
+    """The left margin a y axis whose widest label is that wide asks for, and the slack."""
+    return math.ceil(widest_label_px + Y_GAP_PX + Y_GAP_EM * font_px + SLACK_EM * font_px)
 
 
 def heatmap(font_px: int, below_top_px: int, y_labels: Sequence[str] | None,
@@ -113,7 +117,7 @@ def heatmap(font_px: int, below_top_px: int, y_labels: Sequence[str] | None,
     bottom = X_DEPTH_PX + X_DEPTH_EM * font_px
     margin = {"b": math.ceil(bottom + slack)}
     if y_labels is not None:
-        margin["l"] = math.ceil(widest_px(y_labels, font_px) + Y_GAP_PX + Y_GAP_EM * font_px + slack)
+        margin["l"] = _left_of(widest_px(y_labels, font_px), font_px)
     if colours is None:
         margin["r"] = BASE_PX
     elif labels := linear_tick_labels(*colours, below_top_px - bottom - COLOUR_BAR_PAD_PX):

@@ -4,7 +4,7 @@ import streamlit as st
 import torch
 
 from engine.efficiency import published, sweep
-from ui import queued
+from ui import boundary, queued
 from ui.efficiency import (compiler_panel, dip_note, fp8_columns, probe_table, recorded_label, sweep_figures,
                            sweep_table, tma_columns)
 from ui.loaders import flash_results, probe_results
@@ -108,39 +108,46 @@ with left:
         with page.guard():
             recorded_cpu()
 
+
+@boundary.fragment  # its selects rerun this section alone: the timings above stay as drawn
+def recorded_gpu(recorded: dict, d: int, causal: bool) -> None:
+    """The GPU benchmark's recorded rows at this head dim and mask, for the pass and dtype chosen here."""
+    g1, g2 = st.columns(2)
+    mode = page.select("Recorded pass", "gpass", list(sweep.MODES), where=g1,
+                       help="forward+backward counts 3.5 times the forward's FLOPs, as FlashAttention does; "
+                            "our Triton kernels run 4.5 times, their dQ kernel forming S and dP again")
+    recorded_dtype = page.select("Recorded dtype", "gdtype", ["bfloat16", "float16"], where=g2)
+    versions = ", ".join(f"{k} {v}" for k, v in recorded["versions"].items())
+    st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · {mode}, {recorded_dtype}, "
+               f"batch × N = 16k tokens, H = 2048/d heads")
+    rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal and r["mode"] == mode
+            and r["dtype"] == recorded_dtype]
+    if not rows:
+        st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
+                   icon=":material/warning:")
+        return
+    # FlashAttention-3's paper publishes the bf16 forward
+    references = published.forward_references(d, causal) if (
+        mode == sweep.FORWARD and recorded_dtype == "bfloat16") else {}
+    # the masked lengths (N = 1000, 1030) sit beside 1024 on a log axis: they are in the table
+    sweep_figures([r for r in rows if r["N"] & (r["N"] - 1) == 0], speed="tflops", references=references)
+    st.caption("On Hopper the bar is SDPA's cuDNN backend, faster than its flash backend (FlashAttention-2). "
+               + (f"Grey dashed points at N = {published.N:,}: {published.SOURCE}, published, not measured "
+                  "here. " if references else "The FlashAttention-3 paper's published points are drawn for "
+                  "the bf16 forward pass. ")
+               + "N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
+    sweep_table(rows)
+    if (dip := probe_results("dip")) is not None:
+        st.caption(dip_note(dip))
+
+
 st.subheader("Recorded on a GPU")
 with page.guard():
     if (recorded := flash_results("gpu")) is None:
         st.info("No GPU results are recorded yet. The project's benchmark writes them on any CUDA machine with "
                 "torch, and Triton for our kernel; this page then shows them here.", icon=":material/memory:")
     else:
-        g1, g2 = st.columns(2)
-        mode = page.select("Recorded pass", "gpass", list(sweep.MODES), where=g1,
-                           help="forward+backward counts 3.5 times the forward's FLOPs, as FlashAttention does; "
-                                "our Triton kernels run 4.5 times, their dQ kernel forming S and dP again")
-        recorded_dtype = page.select("Recorded dtype", "gdtype", ["bfloat16", "float16"], where=g2)
-        versions = ", ".join(f"{k} {v}" for k, v in recorded["versions"].items())
-        st.caption(f"{recorded['device']} · {versions} · {recorded['date'][:10]} · {mode}, {recorded_dtype}, "
-                   f"batch × N = 16k tokens, H = 2048/d heads")
-        rows = [r for r in recorded["rows"] if r["d"] == d and r["causal"] == causal and r["mode"] == mode
-                and r["dtype"] == recorded_dtype]
-        if rows:
-            # FlashAttention-3's paper publishes the bf16 forward
-            references = published.forward_references(d, causal) if (
-                mode == sweep.FORWARD and recorded_dtype == "bfloat16") else {}
-            # the masked lengths (N = 1000, 1030) sit beside 1024 on a log axis: they are in the table
-            sweep_figures([r for r in rows if r["N"] & (r["N"] - 1) == 0], speed="tflops", references=references)
-            st.caption("On Hopper the bar is SDPA's cuDNN backend, faster than its flash backend (FlashAttention-2). "
-                       + (f"Grey dashed points at N = {published.N:,}: {published.SOURCE}, published, not measured "
-                          "here. " if references else "The FlashAttention-3 paper's published points are drawn for "
-                          "the bf16 forward pass. ")
-                       + "N = 1000 and 1030, not multiples of the blocks, run the kernels' masked paths: in the table.")
-            sweep_table(rows)
-            if (dip := probe_results("dip")) is not None:
-                st.caption(dip_note(dip))
-        else:
-            st.warning(f"No recorded GPU rows for d = {d}, causal = {causal}, {mode}, {recorded_dtype}.",
-                       icon=":material/warning:")
+        recorded_gpu(recorded, d, causal)
 
 st.subheader("Faster forwards recorded on a GPU: TMA and FP8")
 with page.guard():

@@ -6,7 +6,7 @@ from engine.llm.heads import group_attention
 from engine.llm.smollm import load as load_smollm
 from engine.transformer.variants import (VARIANTS, absorbed_and_unabsorbed, build_variants, decode_step_timings,
                                          group_membership)
-from ui import figures, llm, tables, variants
+from ui import boundary, figures, llm, tables, variants
 from ui.measured import shared_timing, timing_lines
 from ui.page import Page, equations, gaps
 from ui.smollm import smollm
@@ -93,9 +93,9 @@ with page.guard():
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
 
-st.subheader("GQA in a real model: SmolLM2-135M")
-lm = code.call("lm", load_smollm, via=smollm, note="GQA in a real model: SmolLM2-135M")
-if lm is not None:  # None: the section says how to fetch SmolLM2's file
+@boundary.fragment  # its controls rerun this section alone: the variants' timing above stays as drawn
+def gqa_in_smollm(lm) -> None:
+    """Grouped-query attention read off a real model: the query heads that share one key-value head."""
     with page.guard():
         cfg = lm.config
         r1, r2, r3 = st.columns([3, 1, 1])
@@ -129,3 +129,9 @@ if lm is not None:  # None: the section says how to fetch SmolLM2's file
             with column:
                 figures.show(figures.heatmap(weights.numpy(), labels, labels, f"Layer {layer}, query head {head}",
                                              x_title="key", y_title="query", annotate=False))
+
+
+st.subheader("GQA in a real model: SmolLM2-135M")
+lm = code.call("lm", load_smollm, via=smollm, note="GQA in a real model: SmolLM2-135M")
+if lm is not None:  # None: the section says how to fetch SmolLM2's file
+    gqa_in_smollm(lm)

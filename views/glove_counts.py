@@ -2,7 +2,7 @@ import numpy as np
 import streamlit as st
 
 from engine.embeddings.cooccurrence import ratio_table, weighting
-from ui import figures, glove, tables
+from ui import boundary, figures, glove, tables
 from ui.page import Page, equations
 from ui.training import words_in
 
@@ -74,29 +74,36 @@ if counts is not None:
                "word near i, ½ or less a word near j, and function words near both sit close to 1. A ratio of "
                "∞ or 0 means one of the counts is zero: a small corpus cannot measure the rarer pairs.")
 
+@boundary.fragment  # its controls rerun this section alone: the counts above stay as drawn
+def weighting_section(counts, window: int, harmonic: bool) -> None:
+    """f(x) at the chosen x_max and α, and what it does to this corpus's nonzero counts (None: none counted)."""
+    f1, f2, _ = st.columns([1, 1, 2])
+    x_max = page.number("x_max", "x_max", 100.0, step=10.0, where=f1)
+    alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
+    with page.guard():
+        x = code.let("x", lambda: np.linspace(0, 2 * x_max, 201))  # (201,)
+        f = code.call("f", weighting, x, x_max, alpha, note="000 eq. 21: f(x) = min(1, (x / x_max)^α), f(0) = 0")
+        f_linear = code.call("f_linear", weighting, x, x_max, 1.0)
+        plot, numbers = st.columns([3, 2])
+        with plot:
+            figures.show(figures.lines(x, {f"f(x), α = {alpha:g}": f, "α = 1": f_linear},
+                                       title=f"f(x) with x_max = {x_max:g}", x_title="x = X_ij", y_title="f(x)",
+                                       markers=False, dashed=["α = 1"], height=300))
+        if counts is not None:
+            X = counts.X
+            entries = code.let("entries", lambda: X.data)
+            f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
+                                  via=lambda *_: glove.weights(counts, window, harmonic, x_max, alpha),
+                                  note="f over the nonzero X_ij: the weights of eq. 19's terms")
+            capped = code.let("capped", lambda: int((entries >= x_max).sum()))
+            mean_f = code.let("mean_f", lambda: f_entries.mean())
+            numbers.metric("Nonzero X_ij at x_max or above (f = 1)", f"{capped:,} of {X.nnz:,}")
+            numbers.metric("Mean f over the nonzero X_ij", f"{mean_f:.3f}")
+            numbers.caption("Most pairs are rare, so most terms of J are weighted well below 1; the few pairs above "
+                            "x_max (mostly function words) are capped at 1 instead of dominating the sum. The paper's "
+                            "x_max = 100 was set for billions of words: on ours f is tiny almost everywhere, and the "
+                            "shipped checkpoints train with x_max = 10, as glove.c's demo does on 17 million words.")
+
+
 st.subheader("The weighting f(x): rare pairs count less, frequent ones no more than x_max")
-f1, f2, _ = st.columns([1, 1, 2])
-x_max = page.number("x_max", "x_max", 100.0, step=10.0, where=f1)
-alpha = page.slider("Exponent α", "alpha", 0.05, 1.0, 0.75, 0.05, where=f2)
-with page.guard():
-    x = code.let("x", lambda: np.linspace(0, 2 * x_max, 201))  # (201,)
-    f = code.call("f", weighting, x, x_max, alpha, note="000 eq. 21: f(x) = min(1, (x / x_max)^α), f(0) = 0")
-    f_linear = code.call("f_linear", weighting, x, x_max, 1.0)
-    plot, numbers = st.columns([3, 2])
-    with plot:
-        figures.show(figures.lines(x, {f"f(x), α = {alpha:g}": f, "α = 1": f_linear},
-                                   title=f"f(x) with x_max = {x_max:g}", x_title="x = X_ij", y_title="f(x)",
-                                   markers=False, dashed=["α = 1"], height=300))
-    if counts is not None:
-        entries = code.let("entries", lambda: X.data)
-        f_entries = code.call("f_entries", weighting, entries, x_max, alpha,
-                              via=lambda *_: glove.weights(counts, window, harmonic, x_max, alpha),
-                              note="f over the nonzero X_ij: the weights of eq. 19's terms")
-        capped = code.let("capped", lambda: int((entries >= x_max).sum()))
-        mean_f = code.let("mean_f", lambda: f_entries.mean())
-        numbers.metric("Nonzero X_ij at x_max or above (f = 1)", f"{capped:,} of {nonzero:,}")
-        numbers.metric("Mean f over the nonzero X_ij", f"{mean_f:.3f}")
-        numbers.caption("Most pairs are rare, so most terms of J are weighted well below 1; the few pairs above "
-                        "x_max (mostly function words) are capped at 1 instead of dominating the sum. The paper's "
-                        "x_max = 100 was set for billions of words: on ours f is tiny almost everywhere, and the "
-                        "shipped checkpoints train with x_max = 10, as glove.c's demo does on 17 million words.")
+weighting_section(counts, window, harmonic)

@@ -2,7 +2,7 @@ import streamlit as st
 
 from engine.attention.multihead import (init_multihead, multi_head_per_head, multi_head_steps, one_query_at_a_time,
                                         random_tokens, step_tensor)
-from ui import figures, tables
+from ui import boundary, figures, tables
 from ui.page import Page, equations, gaps
 
 
@@ -28,6 +28,14 @@ C = page.slider("d_model C", "C", 2, 64, 16, where=c3)
 H = page.slider("Heads H", "H", 1, 16, 4, where=c4)
 causal = page.toggle("Causal mask", "causal", True, where=c5)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c6)
+
+@boundary.fragment  # its slider reruns this figure alone: the table and the other heads stay as drawn
+def head_shown(attention, tokens: list[str], H: int) -> None:
+    """One head of batch item 1 large enough to read its numbers; attention is (B, H, T, T)."""
+    shown = page.slider("Head shown with its numbers", "head", 1, H, 1)
+    figures.show(figures.heatmap(attention[0, shown - 1].numpy(), tokens, tokens, title=f"head {shown}",
+                                 x_title="key", y_title="query", annotate=True, height=120 + 36 * len(tokens)))
+
 
 with page.guard():
     code = page.code
@@ -67,9 +75,7 @@ with page.guard():
     st.subheader("Each head's attention, batch item 1")
     tokens = [f"t{i + 1}" for i in range(T)]
     # one head large enough to read its numbers, then every head small, four to a row, as patterns only
-    shown = page.slider("Head shown with its numbers", "head", 1, H, 1)
-    figures.show(figures.heatmap(attention[0, shown - 1].numpy(), tokens, tokens, title=f"head {shown}",
-                                 x_title="key", y_title="query", annotate=True, height=120 + 36 * T))
+    head_shown(attention, tokens, H)
     per_row = 4
     for first in range(0, H, per_row):
         for column, head in zip(st.columns(per_row), range(first, min(first + per_row, H))):

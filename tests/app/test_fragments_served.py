@@ -1,0 +1,56 @@
+"""A page's independent group of controls is an st.fragment (issue 47): a change inside it reruns and re-sends that
+group alone, and still writes the URL. AppTest reruns no fragment alone, so these run the real server and speak
+its protocol, as the browser does."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.protocol import Session
+from serve.process import Server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# page, a control of its fragment and a new value for it, every control the fragment draws
+FRAGMENTS = [
+    ("attention_variants", "layer", 5, {"prompt", "layer", "kv"}),
+    ("attention_timing", "gpass", "forward+backward", {"gpass", "gdtype"}),
+    ("multi_head", "head", 3, {"head"}),
+    ("glove_counts", "alpha", 0.5, {"x_max", "alpha"}),
+]
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = Server(ROOT / "app.py", ROOT)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(("page", "key", "value", "drawn"), FRAGMENTS, ids=[case[0] for case in FRAGMENTS])
+def test_a_control_of_an_independent_group_reruns_that_group_alone_and_writes_the_url(served, page, key, value,
+                                                                                       drawn):
+    tab = Session(served.url, timeout_s=300)
+    try:
+        whole = tab.open(page)
+        assert not whole.exceptions, whole.exceptions
+        assert tab.widgets[key].fragment_id, f"{page}'s {key} is not in a fragment"
+        outside = [k for k, w in tab.widgets.items() if w.kind == "slider" and w.key and not w.fragment_id]
+        assert outside, "the page has sliders outside the fragment"
+        changed = tab.change(key, value)
+        assert changed.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", changed.status
+        assert not changed.exceptions, changed.exceptions
+        assert {k for k in changed.widgets if tab.widgets[k].key} == drawn  # nothing outside it was drawn again
+        assert tab.query[key] == str(value)  # the URL follows, so the view is still a shareable link
+        # a control outside the fragment reruns the whole page, the fragment with it, keeping the value set there
+        slider = tab.widgets[outside[0]].proto
+        up = slider.default[0] + slider.step
+        again = tab.change(outside[0], up if up <= slider.max else slider.default[0] - slider.step)
+        assert again.status == "FINISHED_SUCCESSFULLY" and not again.exceptions, again.exceptions
+        assert key in again.widgets and tab.query.get(key) == str(value)
+    finally:
+        tab.close()
+

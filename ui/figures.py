@@ -290,7 +290,16 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
                   # log axes labelled at powers of ten only: minor labels read as misplaced numbers
                   xaxis=_axis(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
                   yaxis=_axis(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
-    return _specified(traces, layout, title, height)
+    drawn = [y for trace in traces for y in trace["y"]] + [  # and the error bars' ends
+        y + end for trace in traces if trace["error_y"]
+        for y, below, above in zip(trace["y"], trace["error_y"]["arrayminus"], trace["error_y"]["array"])
+        if y is not None for end in (-below, above)]
+    marked = any("markers" in trace["mode"] for trace in traces)
+    # autorange fits x tight to plain lines; markers and error bars get room beside them
+    tight = not marked and not any(trace["error_y"] for trace in traces)
+    reach = functools.partial(margins.lines, x=list(x) if tight else [], values=drawn, log_x=log_x, log_y=log_y,
+                              marker_px=margins.MARKER_PAD_PX if marked else 0, legend=len(traces) > 1)
+    return _specified(traces, layout, title, height, reach)
 
 
 @shared

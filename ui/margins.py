@@ -7,7 +7,8 @@ automargin would choose is drawn once. automargin stays on: where a guess falls 
 fit, a legend whose rows depend on the page's width), plotly grows the margin as before, and nothing is cut off.
 
 The rules below are plotly's, read off what it drew in chromium (Streamlit 1.67's plotly.js, the page's Source Sans)
-for 74 heatmaps at 13 and 20 px; tests/e2e checks that heatmaps come out of their first draw unchanged.
+for 74 heatmaps and 72 line charts at 13 and 20 px; tests/e2e checks that heatmaps and line charts come out of their
+first draw unchanged.
 """
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ X_DEPTH_PX, X_DEPTH_EM = 25.2, 2.2286
 COLOUR_BAR_PX = 60
 COLOUR_BAR_PAD_PX = 20  # a colour bar runs the plot's height less its padding above and below
 BASE_PX = 10  # the margin of a side nothing pushes (the figures' own)
+# what plotly adds to each push: 12 px, or the smallest margin sent if less (BASE_PX where a side is not given)
+PUSH_PAD_PX = 12
+# a horizontal legend's row is its line height (1.3 em, at least 16 px) and 3 px; 10 px above and below the rows
+LEGEND_ROW_EM, LEGEND_ROW_MIN_PX, LEGEND_ROW_PAD_PX, LEGEND_PAD_PX = 1.3, 16, 3, 10
+AUTORANGE_PAD = 0.05  # autorange keeps the data 5% of the axis's length (and a marker's size) from each end
+MARKER_PAD_PX = 6 / 1.6  # what autorange adds for a marker of plotly's default size 6 (its size / 1.6, at least 3)
+# the labels plotly writes at the powers of ten on a log axis ticked every decade (dtick 1; SI suffixes from 10^4)
+DECADE_LABELS = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100", 3: "1000", 4: "10k", 5: "100k",
+                 6: "1M", 7: "10M", 8: "100M", 9: "1B"}
 
 
 def label_px(text: str, font_px: float) -> float:
@@ -65,9 +75,7 @@ def linear_tick_labels(low: float, high: float, length_px: float) -> list[str] |
     as few decimals as dtick needs, "−" for minus. None where plotly would switch to SI suffixes or exponents."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return None
-    rough = (high - low) / (min(max(length_px / 40, 4), 9) + 1)
-    base = 10 ** math.floor(math.log10(rough))
-    dtick = base * next(step for step in (2, 5, 10) if step > rough / base)
+    dtick = _linear_dtick(high - low, min(max(length_px / 40, 4), 9) + 1)
     if dtick < 1e-4 or max(abs(low), abs(high)) >= 1e4:
         return None
     decimals = max(0, -math.floor(math.log10(dtick) + 1e-9))
@@ -78,6 +86,59 @@ def linear_tick_labels(low: float, high: float, length_px: float) -> list[str] |
         text = text.rstrip("0").rstrip(".") if "." in text else text
         labels.append("0" if text in ("-0", "") else text.replace("-", "−"))
     return labels
+
+
+def _linear_dtick(span: float, ticks: float) -> float:
+    """plotly's automatic tick step for about that many ticks over span: the first of 2, 5, 10 times a power of
+    ten above the rough step."""
+    rough = span / ticks
+    base = 10 ** math.floor(math.log10(rough))
+    return base * next(step for step in (2, 5, 10) if step > rough / base)
+
+
+def decade_labels(low: float, high: float) -> list[str] | None:
+    """The labels of a log axis ticked every decade from 10^low to 10^high; None outside DECADE_LABELS."""
+    exponents = range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1)
+    if any(k not in DECADE_LABELS for k in exponents):
+        return None
+    return [DECADE_LABELS[k] for k in exponents]
+
+
+def autorange_labels(values: Iterable[float], log: bool, marker_px: float, length_px: float) -> list[str] | None:
+    """The tick labels plotly writes on an autoranged numeric y axis of that length through values (markers of
+    radius marker_px, 0 for plain lines; a log axis ticked every decade). The range is taken a px wider at each end
+    than plotly's, so that an end tick it keeps is never missed. None where plotly's labels are not foreseen."""
+    points = [float(v) for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
+    if log:
+        points = [math.log10(v) for v in points]
+    if not points or max(points) <= min(points):
+        return None
+    pad = AUTORANGE_PAD * length_px + marker_px
+    if length_px <= 2 * pad + 1:
+        return None
+    per_px = (max(points) - min(points)) / (length_px - 2 * pad)
+    low, high = min(points) - per_px * (pad + 1), max(points) + per_px * (pad + 1)
+    return decade_labels(low, high) if log else linear_tick_labels(low, high, length_px)
+
+
+def end_label(values: Iterable[float], log: bool) -> str | None:
+    """The label at the right end of an x axis that autorange fits tight to values (plain lines: no markers, so no
+    room beside them), where a tick sits there whatever the axis's length: at a power of ten on a log axis ticked
+    every decade, at a multiple of every step plotly could choose for 5 to 10 ticks on a linear one. Half of it
+    hangs past the plot and pushes the right margin. None elsewhere."""
+    points = [float(v) for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
+    if not points or max(points) <= min(points):
+        return None
+    low, high = min(points), max(points)
+    if log:
+        exponent = math.log10(high)
+        return DECADE_LABELS.get(round(exponent)) if abs(exponent - round(exponent)) < 1e-9 else None
+    for ticks in range(5, 11):
+        steps = high / _linear_dtick(high - low, ticks)
+        if abs(steps - round(steps)) > 1e-9:
+            return None
+    labels = linear_tick_labels(low, high, 40 * 4)
+    return labels[-1] if labels else None
 
 
 def colour_range(matrix: np.ndarray, zmin: float | None, zmax: float | None,
@@ -122,4 +183,23 @@ def heatmap(font_px: int, below_top_px: int, y_labels: Sequence[str] | None,
         margin["r"] = BASE_PX
     elif labels := linear_tick_labels(*colours, below_top_px - bottom - COLOUR_BAR_PAD_PX):
         margin["r"] = math.ceil(widest_px(labels, font_px) + COLOUR_BAR_PX + slack)
+    return margin
+
+
+def lines(font_px: int, below_top_px: int, x: Sequence[float], values: Sequence[float], log_x: bool, log_y: bool,
+          marker_px: float, legend: bool) -> dict:
+    """A line chart's left, right and bottom margins: x its x values where autorange fits the x axis tight to them
+    (plain lines, no error bars; else empty), values every y it draws (error bars' ends too), marker_px the markers'
+    radius (0 for plain lines), legend whether plotly shows one (two curves or more).
+    below_top_px is the figure's height under its top margin. A legend is taken as one row: how many it takes
+    depends on the page's width, so one that wraps grows the margin in the browser as before, and no margin is
+    wider than plotly's by more than the slack."""
+    slack = SLACK_EM * font_px
+    row = max(LEGEND_ROW_EM * font_px, LEGEND_ROW_MIN_PX) + LEGEND_ROW_PAD_PX
+    bottom = X_DEPTH_PX + X_DEPTH_EM * font_px + (row + LEGEND_PAD_PX if legend else 0)
+    margin = {"b": math.ceil(bottom + slack)}
+    if labels := autorange_labels(values, log_y, marker_px, below_top_px - margin["b"]):
+        margin["l"] = _left_of(widest_px(labels, font_px), font_px)
+    if last := end_label(x, log_x):
+        margin["r"] = max(BASE_PX, math.ceil(label_px(last, font_px) / 2 + PUSH_PAD_PX + slack))
     return margin

@@ -245,6 +245,32 @@ def test_a_heatmap_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
             assert heatmap["drawn"] == pytest.approx(heatmap["sent"]), (slug, heatmap)
 
 
+# per line chart built by figures.lines (sent with its bottom margin worked out): the margins it was sent with and
+# those plotly drew it with, and whether its legend (if any) took one row, as the margins sent take it to
+LINE_MARGINS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(gd => gd._fullData.every(t => t.type === 'scatter') && gd.layout.margin.b !== 10)
+  .map(gd => { const L = gd._fullLayout;
+               return {title: L.title.text, sent: [L.margin.l, L.margin.r, L.margin.b],
+                       drawn: [L._size.l, L._size.r, L._size.b],
+                       oneRow: !L.showlegend || L.legend._height < 2.6 * L.font.size + 10}; })"""
+EVERY_CHART_DRAWN = """() => document.querySelectorAll('.js-plotly-plot').length
+  >= document.querySelectorAll("[data-testid='stPlotlyChart']").length"""
+
+
+@pytest.mark.parametrize("lecture", ["false", "true"])
+def test_a_line_chart_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
+    """ui/margins.py: a line chart whose legend takes one row (or that has none) is drawn with the margins it was
+    sent, once: its y labels foreseen, and on a plain line's x axis the label at its end (a legend that wraps grows
+    the bottom margin, and plotly draws again)."""
+    for slug in ("coverage", "scaling", "glove_counts", "skipgram_pairs", "flash_attention"):
+        open_url(page, f"/{slug}?lecture={lecture}")
+        page.wait_for_function(EVERY_CHART_DRAWN)
+        charts = [c for c in page.evaluate(LINE_MARGINS) if c["oneRow"]]
+        assert charts, slug
+        for chart in charts:
+            assert chart["drawn"] == pytest.approx(chart["sent"]), (slug, chart)
+
+
 def test_typed_matrix_of_the_wrong_width_gets_a_message(page):
     open_url(page, "/scoring_functions?inputs=Typed")
     box = page.get_by_label("Q (one query per row)")

@@ -109,3 +109,60 @@ def test_a_stepped_figure_whose_frames_set_the_y_range_is_sent_with_room_for_eve
     assert layout["margin"]["l"] == margins.left_of_ranges(13, [tuple(r) for r in ranges], length)
     plain = figures.animate(bars, [[dict(y=[0.1, 0.2])]] * 3, ["0", "1", "2"], 0)
     assert "l" not in plain.to_dict()["layout"]["margin"] or plain.to_dict()["layout"]["margin"]["l"] == 10
+
+
+# line charts of the app as plotly.js drew them, sent with margins of 10: (font px, height, top margin, x span where
+# autorange fits x tight (plain lines) else None, y span, log x, log y, markers, a legend) -> the left, right and
+# bottom margins plotly pushed to (its legend one row), and the y labels it wrote. A right margin pushed by the last
+# x label is half its drawn box (19.39 px for "100" at 13 px) and the 12 px plotly pads each push with once the
+# margins sent are 12 or more, as they then are
+PUSHED_LINES = [
+    ((13, 360, 62, (0, 100), (-12.94, -5.545), False, False, False, True), (57, 19.39 / 2 + 12, 84),
+     ["−12", "−10", "−8", "−6"]),
+    ((13, 360, 62, None, (-0.9658, 0.8931), False, False, True, True), (60, 10, 84), ["−1", "−0.5", "0", "0.5", "1"]),
+    ((13, 300, 62, (0, 200), (0, 1), False, False, False, True), (53, 19.39 / 2 + 12, 84), ["0", "0.5", "1"]),
+    ((13, 320, 62, None, (0.02172, 0.09765), False, True, True, True), (53, 10, 84), ["0.1"]),
+    ((13, 360, 62, None, (0, 0.2333), False, False, True, True), (60, 10, 84),
+     ["0", "0.05", "0.1", "0.15", "0.2", "0.25"]),
+    ((13, 360, 62, None, (0, 1.0000001), False, False, True, False), (53, 10, 54),
+     ["0", "0.2", "0.4", "0.6", "0.8", "1"]),
+    ((13, 360, 62, None, (0.04900, 1.1023), True, True, True, True), (53, 10, 84), ["0.1", "1"]),
+    ((13, 300, 62, (1, 2385), (1.5488, 3.8088), False, False, False, False), (53, 10, 54),
+     ["1.5", "2", "2.5", "3", "3.5"]),
+    ((13, 300, 62, (272, 287), (1088, 1148), False, False, False, False), (63, 10, 54), ["1100", "1120", "1140"]),
+    ((13, 300, 62, None, (-0.08307, 0.08875), False, False, True, True), (66, 10, 84), ["−0.05", "0", "0.05", "0.1"]),
+    ((13, 360, 62, None, (0.1572, 2056), True, True, True, True), (63, 10, 84), ["0.1", "1", "10", "100", "1000"]),
+    ((20, 450, 70, None, (-0.9658, 0.8931), False, False, True, True), (78, 10, 109), ["−1", "−0.5", "0", "0.5", "1"]),
+    ((20, 375, 70, (0, 200), (0, 1), False, False, False, True), (68, None, 109),
+     ["0", "0.2", "0.4", "0.6", "0.8", "1"]),
+    ((20, 450, 70, None, (0, 0.3447), False, False, True, False), (78, 10, 70),
+     ["0", "0.05", "0.1", "0.15", "0.2", "0.25", "0.3", "0.35"]),
+    ((20, 375, 70, (272, 287), (1088, 1148), False, False, False, False), (83, 10, 70),
+     ["1090", "1100", "1110", "1120", "1130", "1140", "1150"]),
+    ((20, 450, 70, None, (0.1572, 2056), True, True, True, True), (83, 10, 109), ["0.1", "1", "10", "100", "1000"]),
+]
+
+
+@pytest.mark.parametrize(("chart", "pushed", "labels"), PUSHED_LINES)
+def test_a_line_chart_gets_plotlys_y_labels_and_the_margins_it_would_push_to(chart, pushed, labels):
+    font_px, height, top, x_span, y_span, log_x, log_y, marked, legend = chart
+    marker_px = margins.MARKER_PAD_PX if marked else 0
+    given = margins.lines(font_px, height - top, x_span or [], y_span, log_x, log_y, marker_px, legend)
+    assert margins.autorange_labels(y_span, log_y, marker_px, height - top - given["b"]) == labels
+    # never short; wider by at most the slack, the 2 px more plotly pads every push once a margin sent is 12 or
+    # more, and the rounding (in lecture mode plotly drew no label at the right end before a wider margin was sent)
+    for side, push in zip("lrb", pushed):
+        if push is not None:
+            assert push <= given.get(side, margins.BASE_PX) <= push + margins.SLACK_EM * font_px + 2 + 1, side
+
+
+def test_what_plotly_labels_otherwise_is_left_to_it():
+    assert margins.autorange_labels([7e5, 1e6], False, 0, 200) is None  # "1e+6"
+    assert margins.autorange_labels([1e-5, 1], True, 0, 200) is None  # "10μ"
+    assert margins.autorange_labels([3, 3], False, 0, 200) is None
+    assert margins.end_label([0, 97], False) is None
+    assert margins.end_label([0, 150], False) is None  # a tick at 150 for 5 ticks (step 50), not for 8 (20)
+    assert margins.end_label([0, 30], False) == "30"
+    assert margins.end_label([1, 16_384], True) is None
+    assert margins.end_label([1, 1e6], True) == "1M"
+    assert "r" not in margins.lines(13, 300, [], [0, 1], False, False, 0, False)

@@ -6,7 +6,7 @@ from engine.embeddings.evaluation import PAIR_FILES, PAIR_TITLES, analogy_accura
 from engine.embeddings.glove import load_glove
 from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.vectors import WordVectors
-from ui import figures, queued
+from ui import boundary, figures, queued
 from ui.loaders import checkpoint_vectors, glove, word2vec_checkpoint
 from ui.page import Page, equations
 from ui.tables import neighbour_table
@@ -52,6 +52,37 @@ def asked(source: str, question: str, *args, **kwargs):
     return getattr(SHARED_VECTORS[source](), question)(*args, **kwargs)
 
 
+@boundary.fragment  # its box reruns the picture alone: the answers beside it stay as found
+def picture(vectors: WordVectors, source: str, a: str, b: str, c: str, best: str) -> None:
+    """a, b, c, the best answer and any more words the box names, on their principal-component plane."""
+    with page.guard():  # in its own rerun as in the page's
+        extra = words_in(page.text("More words in the picture", "more", "prince, princess, boy, girl", max_chars=200))
+        if unknown := [w for w in extra if w not in vectors]:
+            st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
+        shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
+        xy = code.call("xy", vectors.pca_2d, shown, via=partial(asked, source, "pca_2d"), note="the principal-component plane of these words")
+        code.figure(f"px.scatter(x=xy[:, 0], y=xy[:, 1], text={shown!r},\n"
+                    f"           title='Principal-component plane of these words: the analogy parallelogram')")
+        corner = {w: xy[i] for i, w in enumerate(shown)}
+        sides = {f"{a} → {b}": (a, b), f"{c} → {best}": (c, best), f"{a} → {c}": (a, c), f"{b} → {best}": (b, best)}
+        figures.show(figures.points_and_curves(
+            {"words": (xy[:, 0], xy[:, 1])},
+            {name: ([corner[p][0], corner[q][0]], [corner[p][1], corner[q][1]]) for name, (p, q) in sides.items()},
+            title="Principal-component plane of these words: the analogy parallelogram", equal_axes=True,
+            labels={"words": shown}))
+
+
+@boundary.fragment  # its box reruns this table alone
+def neighbours_of(vectors: WordVectors, source: str, topn: int) -> None:
+    """The topn words nearest to the one the box names, by cosine."""
+    near = page.text("Neighbours of", "near", "frog", max_chars=40).strip().lower()
+    code.setting("near", near, "Neighbours of")
+    with page.guard():
+        neighbour_table(code.call("neighbours", vectors.neighbours, near, topn, via=partial(asked, source, "neighbours"),
+                                  note="the nearest words by cosine"),
+                        f"nearest to “{near}”")
+
+
 vectors = vectors_of(source)
 left, right = st.columns([3, 2])
 with left, page.guard():
@@ -66,20 +97,7 @@ with left, page.guard():
     if source == "ours":
         st.caption("Our vectors saw 453 thousand words, GloVe's 6 billion: most analogies fail here "
                    "(3% of the Google questions against GloVe's 46%), which is the point of training on more text.")
-    extra = words_in(page.text("More words in the picture", "more", "prince, princess, boy, girl", max_chars=200))
-    if unknown := [w for w in extra if w not in vectors]:
-        st.caption(f"Not in this vocabulary, left out of the picture: {', '.join(unknown)}")
-    shown = list(dict.fromkeys([a, b, c, best] + [w for w in extra if w in vectors]))
-    xy = code.call("xy", vectors.pca_2d, shown, via=partial(asked, source, "pca_2d"), note="the principal-component plane of these words")
-    code.figure(f"px.scatter(x=xy[:, 0], y=xy[:, 1], text={shown!r},\n"
-                f"           title='Principal-component plane of these words: the analogy parallelogram')")
-    corner = {w: xy[i] for i, w in enumerate(shown)}
-    sides = {f"{a} → {b}": (a, b), f"{c} → {best}": (c, best), f"{a} → {c}": (a, c), f"{b} → {best}": (b, best)}
-    figures.show(figures.points_and_curves(
-        {"words": (xy[:, 0], xy[:, 1])},
-        {name: ([corner[p][0], corner[q][0]], [corner[p][1], corner[q][1]]) for name, (p, q) in sides.items()},
-        title="Principal-component plane of these words: the analogy parallelogram", equal_axes=True,
-        labels={"words": shown}))
+    picture(vectors, source, a, b, c, best)
 with right:
     equations(
         ("000 eq. 1", r"\text{king} - \text{man} + \text{woman} \approx \text{queen}"),
@@ -87,12 +105,7 @@ with right:
         ("3CosMul, ε = 10⁻⁶", r"\arg\max_x \frac{\tilde{\cos}(x, b)\,\tilde{\cos}(x, c)}{\tilde{\cos}(x, a) + \varepsilon},\ \tilde{\cos} = \tfrac{1 + \cos}{2}"),
         ("000 eq. 19, GloVe", r"J = \tfrac12 \sum_{i,j} f(P_{ij}) (u_i^\top v_j - \log P_{ij})^2"),
     )
-    near = page.text("Neighbours of", "near", "frog", max_chars=40).strip().lower()
-    code.setting("near", near, "Neighbours of")
-    with page.guard():
-        neighbour_table(code.call("neighbours", vectors.neighbours, near, topn, via=partial(asked, source, "neighbours"),
-                                  note="the nearest words by cosine"),
-                        f"nearest to “{near}”")
+    neighbours_of(vectors, source, topn)
 
 st.subheader("Evaluation: Google analogies, WordSim-353, SimLex-999")
 c1, c2 = st.columns(2)

@@ -18,6 +18,8 @@ FRAGMENTS = [
     ("attention_timing", "gpass", "forward+backward", {"gpass", "gdtype"}),
     ("multi_head", "head", 3, {"head"}),
     ("glove_counts", "alpha", 0.5, {"x_max", "alpha"}),
+    ("analogies", "more", "prince, castle", {"more"}),
+    ("analogies", "near", "war", {"near"}),
 ]
 
 
@@ -30,7 +32,7 @@ def served():
         server.stop()
 
 
-@pytest.mark.parametrize(("page", "key", "value", "drawn"), FRAGMENTS, ids=[case[0] for case in FRAGMENTS])
+@pytest.mark.parametrize(("page", "key", "value", "drawn"), FRAGMENTS, ids=[f"{p}-{k}" for p, k, *_ in FRAGMENTS])
 def test_a_control_of_an_independent_group_reruns_that_group_alone_and_writes_the_url(served, page, key, value,
                                                                                        drawn):
     tab = Session(served.url, timeout_s=300)

@@ -333,7 +333,17 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
     fig.update_layout(legend=LEGEND_BELOW)
-    return style(fig, title, height)
+    fig = style(fig, title, height)
+    if not equal_axes:  # equal axes take their ranges from the plot's width, which only the browser knows
+        marker_px = max((trace.marker.size / 1.6 for trace in fig.data if "markers" in trace.mode), default=0)
+        lines_only = not points
+        layout = fig.layout
+        fig.update_layout(margin=margins.lines(
+            layout.font.size, layout.height - layout.margin.t,
+            x=[x for trace in fig.data for x in trace.x] if lines_only else [],
+            values=[y for trace in fig.data for y in trace.y], log_x=log_axes, log_y=log_axes,
+            marker_px=marker_px, legend=len(fig.data) > 1))
+    return fig
 
 
 @shared

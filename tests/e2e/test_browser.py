@@ -259,10 +259,10 @@ EVERY_CHART_DRAWN = """() => document.querySelectorAll('.js-plotly-plot').length
 
 @pytest.mark.parametrize("lecture", ["false", "true"])
 def test_a_line_chart_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
-    """ui/margins.py: a line chart whose legend takes one row (or that has none) is drawn with the margins it was
-    sent, once: its y labels foreseen, and on a plain line's x axis the label at its end (a legend that wraps grows
-    the bottom margin, and plotly draws again)."""
-    for slug in ("coverage", "scaling", "glove_counts", "skipgram_pairs", "flash_attention"):
+    """ui/margins.py: a line chart (points and curves too) whose legend takes one row, or none, is drawn with the
+    margins it was sent, once: its y labels foreseen, and on a plain line's x axis the label at its end (a legend
+    that wraps grows the bottom margin, and plotly draws again)."""
+    for slug in ("coverage", "scaling", "glove_counts", "skipgram_pairs", "flash_attention", "kernel_regression"):
         open_url(page, f"/{slug}?lecture={lecture}")
         page.wait_for_function(EVERY_CHART_DRAWN)
         charts = [c for c in page.evaluate(LINE_MARGINS) if c["oneRow"]]

@@ -133,23 +133,24 @@ def lecture_mode() -> bool:
     return bool(st.session_state.get(LECTURE, False))
 
 
-def style(fig: go.Figure, title: str, height: int) -> go.Figure:
+def style(fig: go.Figure, title: str, height: int, reach: Callable[[int, int], dict] | None = None) -> go.Figure:
     """fig with the title, text sizes, height and margins every figure here has (see _frame)."""
     # make_subplots' titles are annotations just above each plot: they need the same room under the toolbar
     headed = bool(title) or any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1
                                 for a in fig.layout.annotations)
-    fig.update_layout(_frame(title, height, headed))
+    fig.update_layout(_frame(title, height, headed, reach))
 
     def tidy(axis) -> None:
         axis.update(tickformat=axis.tickformat or _tick_format(axis.type), automargin=True)
     return fig.for_each_xaxis(tidy).for_each_yaxis(tidy)
 
 
-def _frame(title: str, height: int, headed: bool) -> dict:
-    """The layout every figure shares, lecture mode's sizes if on."""
+def _frame(title: str, height: int, headed: bool, reach: Callable[[int, int], dict] | None = None) -> dict:
+    """The layout every figure shares, lecture mode's sizes if on. reach(font px, height under the top margin) gives
+    the side margins plotly's automargin will ask for (ui/margins.py), so the browser draws the figure once."""
     big = lecture_mode()
     title_size = 24 if big else 16
-    return dict(
+    frame = dict(
         # the title sits just above the plot, under the band plotly's toolbar takes at the top of the figure, so
         # the toolbar (always shown on touch screens) never covers it
         title=dict(text=title, font=dict(size=title_size), x=0, xref="paper", y=1, yref="paper",
@@ -161,6 +162,9 @@ def _frame(title: str, height: int, headed: bool) -> dict:
         # a drag (a swipe on a phone) scrolls the page instead of zooming; the toolbar still offers zoom and pan
         dragmode=False,
     )
+    if reach is not None:
+        frame["margin"] |= reach(frame["font"]["size"], frame["height"] - frame["margin"]["t"])
+    return frame
 
 
 def _tick_format(axis_type: str | None) -> str | None:
@@ -183,13 +187,9 @@ def _specified(traces: list[dict], layout: dict, title: str, height: int,
     """A figure from plain dicts, the frame of style() added, without plotly's validation of every property as it
     is set: six times faster to build (a heatmap 2.5 ms against 15), which a class moving sliders to values nobody
     asked for yet pays at every change (plotly.py issue #5514 measures the same). tests/unit/test_shared_figures
-    checks that plotly's validation leaves each builder's spec unchanged. reach(font px, height under the top
-    margin) gives the side margins plotly's automargin will ask for (ui/margins.py), so the browser draws it once."""
+    checks that plotly's validation leaves each builder's spec unchanged. reach: as _frame's."""
     traces = [{key: value for key, value in trace.items() if value is not None} for trace in traces]
-    frame = _frame(title, height, bool(title))
-    if reach is not None:
-        frame["margin"] |= reach(frame["font"]["size"], frame["height"] - frame["margin"]["t"])
-    return _unvalidated(traces, frame | layout)
+    return _unvalidated(traces, _frame(title, height, bool(title), reach) | layout)
 
 
 def _unvalidated(data: list[dict], layout: dict) -> go.Figure:
@@ -290,15 +290,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
                   # log axes labelled at powers of ten only: minor labels read as misplaced numbers
                   xaxis=_axis(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
                   yaxis=_axis(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
-    drawn = [y for trace in traces for y in trace["y"]] + [  # and the error bars' ends
-        y + end for trace in traces if trace["error_y"]
-        for y, below, above in zip(trace["y"], trace["error_y"]["arrayminus"], trace["error_y"]["array"])
-        if y is not None for end in (-below, above)]
-    marked = any("markers" in trace["mode"] for trace in traces)
-    # autorange fits x tight to plain lines; markers and error bars get room beside them
-    tight = not marked and not any(trace["error_y"] for trace in traces)
-    reach = functools.partial(margins.lines, x=list(x) if tight else [], values=drawn, log_x=log_x, log_y=log_y,
-                              marker_px=margins.MARKER_PAD_PX if marked else 0, legend=len(traces) > 1)
+    reach = functools.partial(margins.scatter, traces=traces, log_x=log_x, log_y=log_y)
     return _specified(traces, layout, title, height, reach)
 
 
@@ -333,17 +325,10 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
     fig.update_layout(legend=LEGEND_BELOW)
-    fig = style(fig, title, height)
-    if not equal_axes:  # equal axes take their ranges from the plot's width, which only the browser knows
-        marker_px = max((trace.marker.size / 1.6 for trace in fig.data if "markers" in trace.mode), default=0)
-        lines_only = not points
-        layout = fig.layout
-        fig.update_layout(margin=margins.lines(
-            layout.font.size, layout.height - layout.margin.t,
-            x=[x for trace in fig.data for x in trace.x] if lines_only else [],
-            values=[y for trace in fig.data for y in trace.y], log_x=log_axes, log_y=log_axes,
-            marker_px=marker_px, legend=len(fig.data) > 1))
-    return fig
+    # equal axes take their ranges from the plot's width, which only the browser knows
+    reach = None if equal_axes else functools.partial(
+        margins.scatter, traces=[trace.to_plotly_json() for trace in fig.data], log_x=log_axes, log_y=log_axes)
+    return style(fig, title, height, reach)
 
 
 @shared

@@ -54,7 +54,6 @@ PUSH_PAD_PX = 12
 # a horizontal legend's row is its line height (1.3 em, at least 16 px) and 3 px; 10 px above and below the rows
 LEGEND_ROW_EM, LEGEND_ROW_MIN_PX, LEGEND_ROW_PAD_PX, LEGEND_PAD_PX = 1.3, 16, 3, 10
 AUTORANGE_PAD = 0.05  # autorange keeps the data 5% of the axis's length (and a marker's size) from each end
-MARKER_PAD_PX = 6 / 1.6  # what autorange adds for a marker of plotly's default size 6 (its size / 1.6, at least 3)
 # the labels plotly writes at the powers of ten on a log axis ticked every decade (dtick 1; SI suffixes from 10^4)
 DECADE_LABELS = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100", 3: "1000", 4: "10k", 5: "100k",
                  6: "1M", 7: "10M", 8: "100M", 9: "1B"}
@@ -96,6 +95,20 @@ def _linear_dtick(span: float, ticks: float) -> float:
     return base * next(step for step in (2, 5, 10) if step > rough / base)
 
 
+def marker_pad_px(size: float) -> float:
+    """What autorange keeps beside a marker of that size: its size / 1.6, at least 3 px."""
+    return max(size / 1.6, 3)
+
+
+MARKER_PAD_PX = marker_pad_px(6)  # a marker of plotly's default size
+
+
+def _plotted(values: Iterable[float], log: bool) -> list[float]:
+    """The values an axis shows (finite; positive on a log axis), or none where they span nothing."""
+    points = [float(v) for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
+    return points if points and max(points) > min(points) else []
+
+
 def decade_labels(low: float, high: float) -> list[str] | None:
     """The labels of a log axis ticked every decade from 10^low to 10^high; None outside DECADE_LABELS."""
     exponents = range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1)
@@ -108,11 +121,11 @@ def autorange_labels(values: Iterable[float], log: bool, marker_px: float, lengt
     """The tick labels plotly writes on an autoranged numeric y axis of that length through values (markers of
     radius marker_px, 0 for plain lines; a log axis ticked every decade). The range is taken a px wider at each end
     than plotly's, so that an end tick it keeps is never missed. None where plotly's labels are not foreseen."""
-    points = [float(v) for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
+    points = _plotted(values, log)
+    if not points:
+        return None
     if log:
         points = [math.log10(v) for v in points]
-    if not points or max(points) <= min(points):
-        return None
     pad = AUTORANGE_PAD * length_px + marker_px
     if length_px <= 2 * pad + 1:
         return None
@@ -126,8 +139,7 @@ def end_label(values: Iterable[float], log: bool) -> str | None:
     room beside them), where a tick sits there whatever the axis's length: at a power of ten on a log axis ticked
     every decade, at a multiple of every step plotly could choose for 5 to 10 ticks on a linear one. Half of it
     hangs past the plot and pushes the right margin. None elsewhere."""
-    points = [float(v) for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
-    if not points or max(points) <= min(points):
+    if not (points := _plotted(values, log)):
         return None
     low, high = min(points), max(points)
     if log:
@@ -203,3 +215,19 @@ def lines(font_px: int, below_top_px: int, x: Sequence[float], values: Sequence[
     if last := end_label(x, log_x):
         margin["r"] = max(BASE_PX, math.ceil(label_px(last, font_px) / 2 + PUSH_PAD_PX + slack))
     return margin
+
+
+def scatter(font_px: int, below_top_px: int, traces: Sequence[dict], log_x: bool, log_y: bool) -> dict:
+    """lines() for scatter traces as plotly reads them (dicts of x, y, mode, marker, error_y): every y and error
+    bar's end, the widest marker's padding, x fitted tight where no trace has markers or error bars (autorange gives
+    those room beside them), and a legend for two traces or more."""
+    marked = [trace for trace in traces if "markers" in trace["mode"]]
+    errors = [trace for trace in traces if trace.get("error_y")]
+    values = [y for trace in traces for y in trace["y"]] + [
+        y + end for trace in errors
+        for y, below, above in zip(trace["y"], trace["error_y"]["arrayminus"], trace["error_y"]["array"])
+        if y is not None for end in (-below, above)]
+    marker_px = max((marker_pad_px(size) if (size := (trace.get("marker") or {}).get("size")) else MARKER_PAD_PX
+                     for trace in marked), default=0)
+    x = [x for trace in traces for x in trace["x"]] if not marked and not errors else []
+    return lines(font_px, below_top_px, x, values, log_x, log_y, marker_px, legend=len(traces) > 1)

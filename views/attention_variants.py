@@ -93,6 +93,7 @@ with page.guard():
         st.caption("Unabsorbed rebuilds K = c^KV W_uk and V = c^KV W_uv for every cached token at every step; "
                    "absorbed scores against c^KV directly. float32 rounding is all that separates them.")
 
+
 @boundary.fragment  # its controls rerun this section alone: the variants' timing above stays as drawn
 def gqa_in_smollm(lm) -> None:
     """Grouped-query attention read off a real model: the query heads that share one key-value head."""

@@ -29,6 +29,7 @@ H = page.slider("Heads H", "H", 1, 16, 4, where=c4)
 causal = page.toggle("Causal mask", "causal", True, where=c5)
 seed = page.slider("Seed", "seed", 0, 99, 0, where=c6)
 
+
 @boundary.fragment  # its slider reruns this figure alone: the table and the other heads stay as drawn
 def head_shown(attention, tokens: list[str], H: int) -> None:
     """One head of batch item 1 large enough to read its numbers; attention is (B, H, T, T)."""

@@ -21,6 +21,65 @@
     return replaceState(state, unused, url);
   };
 
+  // A legend under a chart wraps into as many rows as the chart's width allows, which only the browser knows. The
+  // server sends the bottom margin for one row (ui/margins.lines, flagged in layout.meta); plotly, finding more
+  // rows, grows the margin and draws the whole chart again: coverage's charts with three-row legends took 44-48 ms
+  // each to draw, 15-22 ms with the margin they need. So before plotly draws such a figure, its margin gets the
+  // rows plotly will lay the legend out in at this width, by plotly's own rule for a horizontal legend with no
+  // groups, entry widths or border (computeLegendDimensions in src/components/legend/draw.js). Canvas text widths
+  // fall a little short of the boxes plotly measures: near a row's end plotly may still find one more row, and draw
+  // again, as it did before.
+  const LEGEND_GAP_PX = 5;  // plotly's itemGap: between entries, and either side of an entry's symbol
+  const LEGEND_SYMBOL_PX = 30 + 2 * LEGEND_GAP_PX;  // before each entry's text
+  const measurer = document.createElement("canvas").getContext("2d");
+  const legendRows = (names, font, plotWidth) => {
+    measurer.font = `${font.size}px ${font.family}`;
+    const entries = names.map((name) => LEGEND_SYMBOL_PX + measurer.measureText(name).width);
+    const widest = Math.max(...entries);
+    const room = Math.max(plotWidth, 2 * LEGEND_SYMBOL_PX);
+    const oneRow = entries.reduce((sum, entry) => sum + entry, 0) + (entries.length - 1) * LEGEND_GAP_PX < room;
+    let rows = 1, used = 0;
+    for (const entry of entries) {
+      const step = (oneRow ? entry : widest) + LEGEND_GAP_PX;
+      if (used > 0 && step + used - LEGEND_GAP_PX >= room) { rows += 1; used = 0; }
+      used += step;
+    }
+    return rows;
+  };
+  const fitLegend = (data, layout) => {
+    const counted = layout?.meta?.legend_rows;
+    if (!counted || !layout.width || !layout.height || !layout.margin || !Array.isArray(data)) return;
+    const names = data.filter((trace) => trace.showlegend !== false && trace.visible !== false)
+      .map((trace) => String(trace.name ?? ""));
+    if (!names.length || names.some((name) => /[<$]/.test(name))) return;  // pseudo-HTML or LaTeX: not measured
+    // the margin as sent, kept in the figure: Streamlit hands plotly copies of the layout made through JSON
+    layout.meta.legend_bottom ??= layout.margin.b;
+    const font = { size: layout.font?.size ?? 12, family: layout.font?.family ?? "sans-serif" };
+    const rows = legendRows(names, font, layout.width - (layout.margin.l ?? 80) - (layout.margin.r ?? 80));
+    const row = Math.max(1.3 * font.size, 16) + 3;  // a one-line entry's height
+    const pad = 2 * LEGEND_GAP_PX;  // above and below the rows
+    // a legend taller than half the figure is shown that high, and scrolls
+    const shown = Math.min(rows * row + pad, Math.max(layout.height / 2, 30));
+    layout.margin.b = layout.meta.legend_bottom + Math.max(Math.ceil(shown - (counted * row + pad)), 0);
+  };
+  const fitLegendsBeforeDrawing = (plotly) => {
+    for (const name of ["newPlot", "react"]) {
+      const draw = plotly[name];
+      plotly[name] = function (graph, data, layout, ...rest) {
+        const figure = data && !Array.isArray(data) ? data : { data, layout };  // react(gd, {data, layout, ...})
+        fitLegend(figure.data, figure.layout);
+        return draw.call(this, graph, data, layout, ...rest);
+      };
+    }
+  };
+  // Streamlit's chart code sets window.Plotly when it first loads, and calls that same object's react
+  if (window.Plotly) fitLegendsBeforeDrawing(window.Plotly);
+  else {
+    let plotly;
+    Object.defineProperty(window, "Plotly", { configurable: true, enumerable: true, get: () => plotly,
+      set: (value) => { plotly = value; if (value) fitLegendsBeforeDrawing(value); } });
+  }
+
   // Every display equation fits its column: one wider than its column is scaled down (to half at most)
   // instead of needing a scrollbar. Measuring forces a layout of the whole page, so an equation is measured when it
   // is new or drawn again, or when it or its column changes size (a tab or expander opening gives it a width), not

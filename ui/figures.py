@@ -23,6 +23,9 @@ from ui import alt_text, margins, palette
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
 ALT = "alt"  # layout.meta's key for the figure's text alternative (ui/alt_text.py), read by ui/client.js
+# layout.meta's key on a figure whose bottom margin holds one row of its legend (ui/margins.lines): ui/client.js adds
+# the rows the legend wraps into at the width the browser gives the figure, before plotly draws it
+LEGEND_ROWS = "legend_rows"
 TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolbar takes
 LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
@@ -105,7 +108,8 @@ def shared(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     def cached(lecture: bool, **kwargs) -> go.Figure:
         fig = builder(**kwargs)
         if ALT not in (fig._layout.get("meta") or {}):  # a builder may have written its own (the tile grid's)
-            fig._layout["meta"] = {ALT: alt_text.describe(fig)}  # from the raw data, before it is packed as base64
+            # from the raw data, before it is packed as base64
+            fig._layout["meta"] = (fig._layout.get("meta") or {}) | {ALT: alt_text.describe(fig)}
         spec = _plotly_dict(fig)
         fig.to_dict = lambda: spec
         return fig
@@ -206,7 +210,7 @@ def show(fig: go.Figure) -> None:
     named after the figure's title."""
     name = re.sub(r"[^\w-]+", "_", fig.layout.title.text or "figure").strip("_")[:80] or "figure"
     if ALT not in (fig._layout.get("meta") or {}):  # a figure made outside shared() (subplots, animations)
-        fig.update_layout(meta={ALT: alt_text.describe(fig)})
+        fig.update_layout(meta=(fig.layout.meta or {}) | {ALT: alt_text.describe(fig)})
     # theme=None: plotly's own template, whose text is #444 on white (9.7:1); Streamlit's theme greys the tick
     # labels and axis titles to #808495, under WCAG's 4.5:1
     st.plotly_chart(fig, theme=None, config={"displaylogo": False,
@@ -286,7 +290,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
         error = dict(type="data", symmetric=False, array=list(above), arrayminus=list(below)) if above else None
         traces.append(dict(type="scatter", x=list(x), y=list(ys), name=name, mode=mode, line=line,
                            marker=marker if "markers" in mode else None, error_y=error))
-    layout = dict(legend=LEGEND_BELOW,
+    layout = dict(legend=LEGEND_BELOW, **_legend_counted(traces),
                   # log axes labelled at powers of ten only: minor labels read as misplaced numbers
                   xaxis=_axis(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
                   yaxis=_axis(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
@@ -325,10 +329,16 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     fig.update_xaxes(title=x_title, **axis)
     fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
     fig.update_layout(legend=LEGEND_BELOW)
-    # equal axes take their ranges from the plot's width, which only the browser knows
-    reach = None if equal_axes else functools.partial(
-        margins.scatter, traces=[trace.to_plotly_json() for trace in fig.data], log_x=log_axes, log_y=log_axes)
-    return style(fig, title, height, reach)
+    if equal_axes:  # equal axes take their ranges from the plot's width, which only the browser knows
+        return style(fig, title, height)
+    traces = [trace.to_plotly_json() for trace in fig.data]
+    fig.update_layout(_legend_counted(traces))
+    return style(fig, title, height, functools.partial(margins.scatter, traces=traces, log_x=log_axes, log_y=log_axes))
+
+
+def _legend_counted(traces: Sequence[dict]) -> dict:
+    """The layout's meta saying its bottom margin (margins.scatter's) holds one row of the legend, if it has one."""
+    return {"meta": {LEGEND_ROWS: 1}} if margins.legend_shown(traces) else {}
 
 
 @shared

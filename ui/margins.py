@@ -4,7 +4,8 @@ plotly draws a new figure with the margins it is given, measures its tick labels
 more room draws the whole figure again (`Plots.doAutoMargin`). Streamlit mounts every changed chart anew, so each
 figure a control changed was drawn twice: 40% of Plotly's time on the coverage page. A figure sent with the margins
 automargin would choose is drawn once. automargin stays on: where a guess falls short (a label plotly rotates to
-fit, a legend whose rows depend on the page's width), plotly grows the margin as before, and nothing is cut off.
+fit), plotly grows the margin as before, and nothing is cut off. A legend's rows depend on the page's width: the
+margin holds one, and ui/client.js adds those it wraps into before plotly draws.
 
 The rules below are plotly's, read off what it drew in chromium (Streamlit 1.67's plotly.js, the page's Source Sans)
 for 74 heatmaps and 72 line charts at 13 and 20 px; tests/e2e checks that heatmaps and line charts come out of their
@@ -204,8 +205,8 @@ def lines(font_px: int, below_top_px: int, x: Sequence[float], values: Sequence[
     (plain lines, no error bars; else empty), values every y it draws (error bars' ends too), marker_px the markers'
     radius (0 for plain lines), legend whether plotly shows one (two curves or more).
     below_top_px is the figure's height under its top margin. A legend is taken as one row: how many it takes
-    depends on the page's width, so one that wraps grows the margin in the browser as before, and no margin is
-    wider than plotly's by more than the slack."""
+    depends on the page's width, so ui/client.js adds the rows it wraps into there (figures.LEGEND_ROWS), and no
+    margin is wider than plotly's by more than the slack."""
     slack = SLACK_EM * font_px
     row = max(LEGEND_ROW_EM * font_px, LEGEND_ROW_MIN_PX) + LEGEND_ROW_PAD_PX
     bottom = X_DEPTH_PX + X_DEPTH_EM * font_px + (row + LEGEND_PAD_PX if legend else 0)
@@ -230,4 +231,9 @@ def scatter(font_px: int, below_top_px: int, traces: Sequence[dict], log_x: bool
     marker_px = max((marker_pad_px(size) if (size := (trace.get("marker") or {}).get("size")) else MARKER_PAD_PX
                      for trace in marked), default=0)
     x = [x for trace in traces for x in trace["x"]] if not marked and not errors else []
-    return lines(font_px, below_top_px, x, values, log_x, log_y, marker_px, legend=len(traces) > 1)
+    return lines(font_px, below_top_px, x, values, log_x, log_y, marker_px, legend=legend_shown(traces))
+
+
+def legend_shown(traces: Sequence[dict]) -> bool:
+    """Whether plotly shows these scatter traces' legend: for two or more."""
+    return len(traces) > 1

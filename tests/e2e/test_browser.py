@@ -245,30 +245,55 @@ def test_a_heatmap_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
             assert heatmap["drawn"] == pytest.approx(heatmap["sent"]), (slug, heatmap)
 
 
-# per line chart built by figures.lines (sent with its bottom margin worked out): the margins it was sent with and
-# those plotly drew it with, and whether its legend (if any) took one row, as the margins sent take it to
-LINE_MARGINS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(gd => gd._fullData.every(t => t.type === 'scatter') && gd.layout.margin.b !== 10)
-  .map(gd => { const L = gd._fullLayout;
-               return {title: L.title.text, sent: [L.margin.l, L.margin.r, L.margin.b],
-                       drawn: [L._size.l, L._size.r, L._size.b],
-                       oneRow: !L.showlegend || L.legend._height < 2.6 * L.font.size + 10}; })"""
+# per line chart built by figures.lines (sent with its bottom margin worked out): the margins it was sent with (ui/
+# client.js adding its legend's rows at this width) and those plotly drew it with; for a legend of several rows, the
+# bottom margin plotly gives a copy sent one row less, drawn beside it at the same width
+LINE_MARGINS = """async () => {
+  const charts = [];
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const L = gd._fullLayout;
+    if (!gd._fullData.every(t => t.type === 'scatter') || L.margin.b === 10) continue;
+    const row = Math.max(1.3 * L.font.size, 16) + 3;
+    const rows = L.showlegend ? Math.round((L.legend._height - 10) / row) : 0;
+    const chart = {title: L.title.text, rows, sent: [L.margin.l, L.margin.r, L.margin.b],
+                   drawn: [L._size.l, L._size.r, L._size.b]};
+    if (rows > 1) {
+      const layout = JSON.parse(JSON.stringify(gd.layout));
+      delete layout.meta.legend_rows;
+      layout.margin.b -= row;
+      const copy = document.createElement('div');
+      gd.parentNode.append(copy);
+      await Plotly.newPlot(copy, JSON.parse(JSON.stringify(gd.data)), layout);
+      chart.rowLess = [layout.margin.b, copy._fullLayout._size.b];
+      Plotly.purge(copy);
+      copy.remove();
+    }
+    charts.push(chart);
+  }
+  return charts; }"""
 EVERY_CHART_DRAWN = """() => document.querySelectorAll('.js-plotly-plot').length
   >= document.querySelectorAll("[data-testid='stPlotlyChart']").length"""
 
 
 @pytest.mark.parametrize("lecture", ["false", "true"])
 def test_a_line_chart_is_sent_with_the_margins_plotly_draws_it_with(page, lecture):
-    """ui/margins.py: a line chart (points and curves too) whose legend takes one row, or none, is drawn with the
-    margins it was sent, once: its y labels foreseen, and on a plain line's x axis the label at its end (a legend
-    that wraps grows the bottom margin, and plotly draws again)."""
-    for slug in ("coverage", "scaling", "glove_counts", "skipgram_pairs", "flash_attention", "kernel_regression"):
+    """ui/margins.py: a line chart (points and curves too) is drawn with the margins it was sent, once: its y labels
+    foreseen, on a plain line's x axis the label at its end, and its legend's rows at the page's width (ui/client.js),
+    no more of them than it needs: a copy sent one row less is one plotly grows."""
+    wrapped = 0
+    for slug in ("coverage", "scaling", "glove_counts", "skipgram_pairs", "flash_attention", "kernel_regression",
+                 "attention_timing", "cache_sizes"):
         open_url(page, f"/{slug}?lecture={lecture}")
         page.wait_for_function(EVERY_CHART_DRAWN)
-        charts = [c for c in page.evaluate(LINE_MARGINS) if c["oneRow"]]
+        charts = page.evaluate(LINE_MARGINS)
         assert charts, slug
         for chart in charts:
             assert chart["drawn"] == pytest.approx(chart["sent"]), (slug, chart)
+            if chart["rows"] > 1:
+                wrapped += 1
+                sent, drawn = chart["rowLess"]
+                assert drawn > sent, (slug, chart)
+    assert wrapped >= 4  # coverage's words, attention timing's and the cache sizes' many curves
 
 
 def test_typed_matrix_of_the_wrong_width_gets_a_message(page):

@@ -159,10 +159,12 @@ def seq2seq_checkpoint(name: str) -> tuple[Seq2Seq, dict]:
     return load_shipped_seq2seq(name)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@st.cache_resource(max_entries=256, show_spinner=False)
 def timed_translation(name: str, text: str) -> tuple[Translation, float]:
     """The date model `name`'s greedy decoding of text and the milliseconds it took, once per server for each
-    pair: the page's other controls (the step shown, the coverage mean) rerun without decoding it again."""
+    pair: the page's other controls (the step shown, the coverage mean) rerun without decoding it again. Read only,
+    so shared without a copy: st.cache_data unpickled its tensors at every run, an eighth of a cached run of the
+    coverage page."""
     start = time.perf_counter()
     result = translate(seq2seq_checkpoint(name)[0], text)
     return result, 1000 * (time.perf_counter() - start)

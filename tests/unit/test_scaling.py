@@ -47,3 +47,18 @@ def test_nested_logits_are_prefix_sums_of_one_draw():
     q, K = torch.randn(2, 1, 8, generator=g2), torch.randn(2, 3, 8, generator=g2)
     for i, d in enumerate([1, 4, 8]):
         torch.testing.assert_close(logits[i], (q[..., :d] * K[..., :d]).sum(-1))
+
+
+def test_nested_logits_are_the_running_sums_to_the_bit():
+    """The page's numbers are those of one running sum over every product (cumsum), at the default widths, drawn
+    chunk by chunk as nested_logits draws."""
+    from engine.attention.scaling import DRAW_CHUNK, nested_logits
+    dims, n = [2**i for i in range(11)], 300
+    g1, g2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    logits = nested_logits(dims, 16, n, g1)
+    running = []
+    for start in range(0, n, DRAW_CHUNK):
+        b = min(DRAW_CHUNK, n - start)
+        q, K = torch.randn(b, 1, 1024, generator=g2), torch.randn(b, 16, 1024, generator=g2)
+        running.append((q * K).cumsum(dim=-1)[..., torch.tensor(dims) - 1])  # (b, m, len(dims))
+    assert torch.equal(logits, torch.cat(running).permute(2, 0, 1))

@@ -22,10 +22,10 @@
   };
 
   // A legend under a chart wraps into as many rows as the chart's width allows, which only the browser knows. The
-  // server sends the bottom margin for one row (ui/margins.lines, flagged in layout.meta); plotly, finding more
-  // rows, grows the margin and draws the whole chart again: coverage's charts with three-row legends took 44-48 ms
-  // each to draw, 15-22 ms with the margin they need. So before plotly draws such a figure, its margin gets the
-  // rows plotly will lay the legend out in at this width, by plotly's own rule for a horizontal legend with no
+  // server sends the bottom margin for one row (ui/margins.lines; the row's height in layout.meta); plotly, finding
+  // more rows, grows the margin and draws the whole chart again: coverage's charts with three-row legends took
+  // 44-48 ms each to draw, 15-22 ms with the margin they need. So before plotly draws such a figure, its margin gets
+  // the rows plotly will lay the legend out in at this width, by plotly's own rule for a horizontal legend with no
   // groups, entry widths or border (computeLegendDimensions in src/components/legend/draw.js). Canvas text widths
   // fall a little short of the boxes plotly measures: near a row's end plotly may still find one more row, and draw
   // again, as it did before.
@@ -47,8 +47,8 @@
     return rows;
   };
   const fitLegend = (data, layout) => {
-    const counted = layout?.meta?.legend_rows;
-    if (!counted || !layout.width || !layout.height || !layout.margin || !Array.isArray(data)) return;
+    const row = layout?.meta?.legend_row_px;  // the one row's height the margin holds
+    if (!row || !layout.width || !layout.height || !layout.margin || !Array.isArray(data)) return;
     const names = data.filter((trace) => trace.showlegend !== false && trace.visible !== false)
       .map((trace) => String(trace.name ?? ""));
     if (!names.length || names.some((name) => /[<$]/.test(name))) return;  // pseudo-HTML or LaTeX: not measured
@@ -56,11 +56,10 @@
     layout.meta.legend_bottom ??= layout.margin.b;
     const font = { size: layout.font?.size ?? 12, family: layout.font?.family ?? "sans-serif" };
     const rows = legendRows(names, font, layout.width - (layout.margin.l ?? 80) - (layout.margin.r ?? 80));
-    const row = Math.max(1.3 * font.size, 16) + 3;  // a one-line entry's height
     const pad = 2 * LEGEND_GAP_PX;  // above and below the rows
     // a legend taller than half the figure is shown that high, and scrolls
     const shown = Math.min(rows * row + pad, Math.max(layout.height / 2, 30));
-    layout.margin.b = layout.meta.legend_bottom + Math.max(Math.ceil(shown - (counted * row + pad)), 0);
+    layout.margin.b = layout.meta.legend_bottom + Math.max(Math.ceil(shown - (row + pad)), 0);
   };
   const fitLegendsBeforeDrawing = (plotly) => {
     for (const name of ["newPlot", "react"]) {

@@ -23,9 +23,10 @@ from ui import alt_text, margins, palette
 
 LECTURE = "lecture"  # session key of the lecture-mode toggle
 ALT = "alt"  # layout.meta's key for the figure's text alternative (ui/alt_text.py), read by ui/client.js
-# layout.meta's key on a figure whose bottom margin holds one row of its legend (ui/margins.lines): ui/client.js adds
-# the rows the legend wraps into at the width the browser gives the figure, before plotly draws it
-LEGEND_ROWS = "legend_rows"
+# layout.meta's key on a figure whose bottom margin holds one row of its legend (ui/margins.lines): that row's height
+# in px, to which ui/client.js adds the rows the legend wraps into at the width the browser gives the figure, before
+# plotly draws it
+LEGEND_ROW = "legend_row_px"
 TOOLBAR_PX = 32  # height of the band at the top of a figure that plotly's toolbar takes
 LECTURE_MAX_PX = 600  # lecture mode enlarges a figure by a quarter, up to most of a 720-pixel projector screen
 # references drawn dashed: grey, each in its own dash so several stay apart
@@ -159,7 +160,7 @@ def _frame(title: str, height: int, headed: bool, reach: Callable[[int, int], di
         # the toolbar (always shown on touch screens) never covers it
         title=dict(text=title, font=dict(size=title_size), x=0, xref="paper", y=1, yref="paper",
                    yanchor="bottom", pad=dict(b=8)),
-        font=dict(size=20 if big else 13, family="Source Sans, sans-serif"),  # the page's own font
+        font=dict(size=_font_px(), family="Source Sans, sans-serif"),  # the page's own font
         height=max(height, min(int(height * 1.25), LECTURE_MAX_PX)) if big else height,
         margin=dict(l=margins.BASE_PX, r=margins.BASE_PX, t=(TOOLBAR_PX + title_size + 14) if headed else TOOLBAR_PX,
                     b=margins.BASE_PX),
@@ -169,6 +170,10 @@ def _frame(title: str, height: int, headed: bool, reach: Callable[[int, int], di
     if reach is not None:
         frame["margin"] |= reach(frame["font"]["size"], frame["height"] - frame["margin"]["t"])
     return frame
+
+
+def _font_px() -> int:
+    return 20 if lecture_mode() else 13
 
 
 def _tick_format(axis_type: str | None) -> str | None:
@@ -337,8 +342,8 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
 
 
 def _legend_counted(traces: Sequence[dict]) -> dict:
-    """The layout's meta saying its bottom margin (margins.scatter's) holds one row of the legend, if it has one."""
-    return {"meta": {LEGEND_ROWS: 1}} if margins.legend_shown(traces) else {}
+    """The layout's meta giving the one legend row its bottom margin (margins.scatter's) holds, if it has a legend."""
+    return {"meta": {LEGEND_ROW: margins.legend_row_px(_font_px())}} if margins.legend_shown(traces) else {}
 
 
 @shared

@@ -205,11 +205,10 @@ def lines(font_px: int, below_top_px: int, x: Sequence[float], values: Sequence[
     (plain lines, no error bars; else empty), values every y it draws (error bars' ends too), marker_px the markers'
     radius (0 for plain lines), legend whether plotly shows one (two curves or more).
     below_top_px is the figure's height under its top margin. A legend is taken as one row: how many it takes
-    depends on the page's width, so ui/client.js adds the rows it wraps into there (figures.LEGEND_ROWS), and no
+    depends on the page's width, so ui/client.js adds the rows it wraps into there (figures.LEGEND_ROW), and no
     margin is wider than plotly's by more than the slack."""
     slack = SLACK_EM * font_px
-    row = max(LEGEND_ROW_EM * font_px, LEGEND_ROW_MIN_PX) + LEGEND_ROW_PAD_PX
-    bottom = X_DEPTH_PX + X_DEPTH_EM * font_px + (row + LEGEND_PAD_PX if legend else 0)
+    bottom = X_DEPTH_PX + X_DEPTH_EM * font_px + (legend_row_px(font_px) + LEGEND_PAD_PX if legend else 0)
     margin = {"b": math.ceil(bottom + slack)}
     if labels := autorange_labels(values, log_y, marker_px, below_top_px - margin["b"]):
         margin["l"] = _left_of(widest_px(labels, font_px), font_px)
@@ -232,6 +231,11 @@ def scatter(font_px: int, below_top_px: int, traces: Sequence[dict], log_x: bool
                      for trace in marked), default=0)
     x = [x for trace in traces for x in trace["x"]] if not marked and not errors else []
     return lines(font_px, below_top_px, x, values, log_x, log_y, marker_px, legend=legend_shown(traces))
+
+
+def legend_row_px(font_px: int) -> float:
+    """The height of a horizontal legend's row of one-line entries."""
+    return max(LEGEND_ROW_EM * font_px, LEGEND_ROW_MIN_PX) + LEGEND_ROW_PAD_PX
 
 
 def legend_shown(traces: Sequence[dict]) -> bool:

@@ -259,7 +259,7 @@ LINE_MARGINS = """async () => {
                    drawn: [L._size.l, L._size.r, L._size.b]};
     if (rows > 1) {
       const layout = JSON.parse(JSON.stringify(gd.layout));
-      delete layout.meta.legend_rows;
+      delete layout.meta.legend_row_px;
       layout.margin.b -= row;
       const copy = document.createElement('div');
       gd.parentNode.append(copy);

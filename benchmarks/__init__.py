@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError
@@ -10,6 +11,7 @@ from engine.llm import files
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"  # what the app reads recorded results from (ui.loaders.RESULTS)
 RSS_WITH_SMOLLM_MB = 2048  # issue 13: the whole app with SmolLM2's 135M float32 weights loaded
+ACCELERATORS = ("uvloop", "httptools")  # Streamlit's "performance" extra beside orjson: used by a server that has them
 
 
 def smollm_present() -> bool:
@@ -19,6 +21,23 @@ def smollm_present() -> bool:
     except ModelFileError:
         return False
     return True
+
+
+def installed_as_then(checkout: Path, folder: Path) -> tuple[dict[str, str] | None, list[str]]:
+    """The environment a checkout's server runs in as its own requirements.txt installs it: Streamlit's accelerators
+    that the file does not ask for are hidden from it (a folder on PYTHONPATH whose stand-ins cannot be imported, as
+    if absent). The environment to add, and what it hides."""
+    asked = (checkout / "requirements.txt").read_text()
+    hidden = [] if "streamlit[performance]" in asked else [
+        name for name in ACCELERATORS if not re.search(rf"^{name}\b", asked, re.MULTILINE)]
+    if not hidden:
+        return None, []
+    for name in hidden:
+        (folder / "hidden" / name).mkdir(parents=True)
+        (folder / "hidden" / name / "__init__.py").write_text(
+            f"raise ModuleNotFoundError({f'No module named {name!r} (not in that requirements.txt)'!r}, "
+            f"name={name!r})\n")
+    return {"PYTHONPATH": str(folder / "hidden")}, hidden
 
 
 def memory_targets(targets: dict, with_smollm: bool) -> dict:

@@ -45,7 +45,7 @@ import gevent
 from locust import User, task  # first: gevent patches sockets before anything opens one
 from locust.env import Environment
 
-from benchmarks import finish, smollm_present
+from benchmarks import finish, installed_as_then, smollm_present
 from benchmarks.lecture import answered, following, join, submit
 from benchmarks.protocol import Run, RunFailed, Session
 from serve.process import CLK_TCK, Server, free_port
@@ -531,9 +531,9 @@ class Served:
     """Where the classes connect: a given URL, one `streamlit run app.py`, or `replicas` of it behind HAProxy (serve/).
     The log of every process it started is read at the end, a killed replica's too."""
 
-    def __init__(self, url: str = "", replicas: int = 0, root: Path = ROOT):
+    def __init__(self, url: str = "", replicas: int = 0, root: Path = ROOT, env: dict[str, str] | None = None):
         self.replicas = Replicas(replicas, free_port()) if replicas else None
-        self.server = Server(root / "app.py", root) if not url and not replicas else None
+        self.server = Server(root / "app.py", root, env=env) if not url and not replicas else None
         self.url = url or (self.replicas.url if self.replicas else self.server.url)
         self.ended_logs: list[str] = []  # what the replicas killed mid-class printed
 
@@ -600,8 +600,9 @@ def run_classes(served: Served, sizes: list[int], args: argparse.Namespace, warm
     return {"classes": classes, "kills": kills, "server_log": served.log_lines()}
 
 
-def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int, root: Path = ROOT) -> dict:
-    served = Served(args.url, replicas, root)
+def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int, root: Path = ROOT,
+                  env: dict[str, str] | None = None) -> dict:
+    served = Served(args.url, replicas, root, env)
     try:
         return run_classes(served, sizes, args, max(args.warmers, replicas))
     finally:
@@ -610,8 +611,8 @@ def serve_and_run(args: argparse.Namespace, sizes: list[int], replicas: int, roo
 
 def before_and_after(args: argparse.Namespace, sizes: list[int]) -> tuple[dict, list[str]]:
     """Issue 47's second goal: the same seeded classes on a server of commit `args.before` (a git worktree, the notes
-    beside it as beside this checkout) and on this checkout's, in turn, BEFORE_AFTER_ROUNDS times on this machine; the
-    server's CPU per control change, after over before."""
+    beside it as beside this checkout, installed as its requirements.txt installs it) and on this checkout's, in turn,
+    BEFORE_AFTER_ROUNDS times on this machine; the server's CPU per control change, after over before."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.before], check=True, capture_output=True,
                             text=True).stdout.strip()
     rounds = []
@@ -621,9 +622,10 @@ def before_and_after(args: argparse.Namespace, sizes: list[int]) -> tuple[dict, 
                        check=True)
         if (ROOT.parent / "shared").is_dir():
             (Path(folder) / "shared").symlink_to(ROOT.parent / "shared")
+        env, hidden = installed_as_then(checkout, Path(folder))
         try:
             for _ in range(BEFORE_AFTER_ROUNDS):
-                before = serve_and_run(args, sizes, 0, checkout)
+                before = serve_and_run(args, sizes, 0, checkout, env)
                 rounds.append({"before": before, "after": serve_and_run(args, sizes, 0)})
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(checkout)], check=True)
@@ -640,7 +642,8 @@ def before_and_after(args: argparse.Namespace, sizes: list[int]) -> tuple[dict, 
               f"{ratios[size]}x")
     failures = [f"{size} students: CPU per change {ratio}x of {commit[:7]}'s" for size, ratio in ratios.items()
                 if ratio > CPU_PER_CHANGE_TARGET]
-    return {"before_commit": commit, "rounds": rounds, "cpu_per_change_after_over_before": ratios}, failures
+    return {"before_commit": commit, "hidden_from_before": hidden, "rounds": rounds,
+            "cpu_per_change_after_over_before": ratios}, failures
 
 
 def page_exceptions(c: dict) -> int:
@@ -729,7 +732,10 @@ def main() -> int:
         runs, failures = before_and_after(args, sizes)
         result |= {"method": f"the same seeded classes (the n-th student of each makes the same choices) on one warmed "
                              f"`streamlit run app.py` of commit {runs['before_commit'][:7]} and then of this "
-                             f"checkout, {BEFORE_AFTER_ROUNDS} rounds in turn; "
+                             f"checkout, {BEFORE_AFTER_ROUNDS} rounds in turn, each installed as its own "
+                             f"requirements.txt asks "
+                             f"(hidden from {runs['before_commit'][:7]}'s server: "
+                             f"{', '.join(runs['hidden_from_before']) or 'nothing'}); "
                              + METHOD.format(arrival=args.arrival, steady=args.steady)
                              + "; CPU per change is the server process's user and system CPU over the steady phase "
                                "over the changes finished in it, summed over the rounds",

@@ -83,16 +83,19 @@ def cpu_per_change(name: str = "class_size_cpu") -> str:
     record = results(name)
     before = record["before_commit"][:7]
     body = [[str(i), before if side == "before" else "this checkout", str(c["students"]), f"{c['change']['count']:,}",
-             measured(c["server"]["cpu_ms_per_change"], ".1f"), seconds(c["change"]["p95_s"]),
-             seconds(c["change"]["p99_s"]), measured(c["server"]["rss_mb_max"], ",.0f")]
+             measured(c["server"]["cpu_ms_per_change"], ".1f"),
+             *(seconds(c["change"][f"p{q}_s"]) for q in (50, 95, 99)), measured(c["server"]["rss_mb_max"], ",.0f")]
             for i, run in enumerate(record["rounds"], start=1) for side in ("before", "after")
             for c in run[side]["classes"]]
     ratios = "; ".join(f"{size} students, {ratio}x" for size, ratio in
                        record["cpu_per_change_after_over_before"].items())
-    header = ["round", "server", "students", "changes", "CPU per change, ms", "change p95", "change p99",
-              "resident memory, most (MiB)"]
-    return (f"{day(record)}, {record['machine']['cpus']} cores; CPU per change, after over before: {ratios}:\n\n"
-            + rows(header, body, name))
+    header = ["round", "server", "students", "changes", "CPU per change, ms", "change p50", "change p95",
+              "change p99", "resident memory, most (MiB)"]
+    hidden = record.get("hidden_from_before")
+    installed = (f"; {before}'s server without {' and '.join(hidden)}, which its requirements.txt does not name"
+                 if hidden else "")
+    return (f"{day(record)}, {record['machine']['cpus']} cores{installed}; CPU per change, after over before: "
+            f"{ratios}:\n\n" + rows(header, body, name))
 
 
 def per_change(name: str = "per_change") -> str:
@@ -237,6 +240,7 @@ TABLES = {
     "class_size_cold": lambda: classes("class_size_cold"),
     "class_size_stress": stress,
     "class_size_cpu": cpu_per_change,
+    "class_size_uvloop": lambda: cpu_per_change("class_size_uvloop"),
     "per_change": per_change,
     "memory": memory,
     "flash_gpu": flash_gpu,

@@ -12,9 +12,10 @@ from ui.page import Page, equations, gaps
 from ui.smollm import smollm
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def mla_outputs(d_model: int, n_heads: int, d_latent: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """absorbed_and_unabsorbed, once per sizes."""
+    """absorbed_and_unabsorbed, once per sizes; shared, as the page only reads the two outputs (st.cache_data
+    unpickled them at every run)."""
     return absorbed_and_unabsorbed(d_model, n_heads, d_latent)
 
 

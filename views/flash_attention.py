@@ -38,8 +38,10 @@ seed = page.slider("Seed", "seed", 0, 99, 0, where=c5)
 code = page.code  # the traffic fragment records into the full run's recipe
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def example(N: int, B_r: int, B_c: int, causal: bool, seed: int) -> TiledExample:
+    """Shared, as the page only reads it: st.cache_data unpickled its tensors at every run, a quarter of a cached
+    run of the page."""
     return tiled_example(N, B_r, B_c, causal, seed)
 
 

@@ -9,10 +9,11 @@ from ui.loaders import pointer_network
 from ui.page import Page, equations
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@st.cache_resource(max_entries=256, show_spinner=False)
 def pointed(values: tuple[float, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     """The shipped network's forward on one set, once per server for each set, the default first. Keyed by the
-    numbers: under a class its few ms of small torch steps each gave up the GIL and queued behind other sessions."""
+    numbers: under a class its few ms of small torch steps each gave up the GIL and queued behind other sessions.
+    Shared, as the page only reads its tensors: st.cache_data unpickled them at every run."""
     with torch.no_grad():
         return pointer_network()[0].forward(torch.tensor([values]))
 

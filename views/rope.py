@@ -14,9 +14,10 @@ from ui.positions import pair_paths, rope_base
 from ui.smollm import smollm
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@st.cache_resource(max_entries=256, show_spinner=False)
 def decay_bound_bands(head_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """rope.banded_decay_bound, once per server for each d and base: 7,680 distances each, tens of ms."""
+    """rope.banded_decay_bound, once per server for each d and base: 7,680 distances each, tens of ms. Shared, as
+    the page only reads its tensors: st.cache_data unpickled them at every run."""
     return rope.banded_decay_bound(head_dim, base)
 
 

@@ -5,10 +5,11 @@ from ui import figures, tables
 from ui.page import Page, equations
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def similarities(n_positions: int, d_model: int, base: float) -> tuple:
     """offset_similarities once per server for each table, the default first: moving the offset k, or a second
-    student's default view, ran it again (1.2 ms alone, longer under a class as its torch steps wait for the GIL)."""
+    student's default view, ran it again (1.2 ms alone, longer under a class as its torch steps wait for the GIL).
+    Shared, as the page only reads its tensors: st.cache_data unpickled them at every run."""
     return offset_similarities(n_positions, d_model, base)
 
 

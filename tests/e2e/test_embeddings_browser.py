@@ -24,6 +24,10 @@ from tests.e2e.conftest import (
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)]
 
 TRAIN_S = 180  # a small run on the Lee corpus takes seconds; a busy 2-core machine can make it a minute
+# a run that holds the one worker while a test stops it or queues behind it: each epoch about 5 s on one core
+# (70,000 words/s), 20 of them. The same corpus at d = 100, m = 5, k = 5 trains at 800,000 words/s here, its
+# epochs half a second apart: "epoch 1 of 20" could be gone before the browser looked, and the run over before Stop
+LONG_RUN = "/word2vec_training?corpus=wikipedia&epochs=20&dim=200&window=10&k=20"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,8 +74,8 @@ def test_word2vec_trains_on_lee_and_shows_its_model(page):
 
 
 def test_word2vec_stop_keeps_the_model_so_far(page):
-    # 20 epochs of the Wikipedia sample take minutes, so the run cannot finish before Stop lands
-    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")
+    # LONG_RUN takes minutes, so the run cannot finish before Stop lands
+    open_url(page, LONG_RUN)
     click_button(page, "Train")
     page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
     click_button(page, "Stop")
@@ -84,7 +88,7 @@ def test_word2vec_stop_keeps_the_model_so_far(page):
 
 
 def test_a_second_student_waits_in_line_and_trains_when_the_first_stops(page, browser, app_url):
-    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")  # minutes: holds the one worker
+    open_url(page, LONG_RUN)  # minutes: holds the one worker
     click_button(page, "Train")
     page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
     other = new_tab(browser, app_url)
@@ -106,7 +110,7 @@ def test_a_second_student_waits_in_line_and_trains_when_the_first_stops(page, br
 
 
 def test_a_student_who_leaves_the_line_gives_up_their_place(page, browser, app_url):
-    open_url(page, "/word2vec_training?corpus=wikipedia&epochs=20&dim=100")  # minutes: holds the one worker
+    open_url(page, LONG_RUN)  # minutes: holds the one worker
     click_button(page, "Train")
     page.locator("[data-testid='stProgress']").filter(has_text="epoch 1 of 20").first.wait_for(timeout=60_000)
     leaving, staying = new_tab(browser, app_url), new_tab(browser, app_url)

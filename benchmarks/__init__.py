@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -37,7 +38,8 @@ def installed_as_then(checkout: Path, folder: Path) -> tuple[dict[str, str] | No
         (folder / "hidden" / name / "__init__.py").write_text(
             f"raise ModuleNotFoundError({f'No module named {name!r} (not in that requirements.txt)'!r}, "
             f"name={name!r})\n")
-    return {"PYTHONPATH": str(folder / "hidden")}, hidden
+    # in front of any path the environment already names, which the server keeps
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder / "hidden"), os.environ.get("PYTHONPATH")]))}, hidden
 
 
 def memory_targets(targets: dict, with_smollm: bool) -> dict:

@@ -14,6 +14,12 @@ there waits on the others' sessions (on 2 busy cores a timing took 6 s of noise 
 with one), so every operator runs on one. The same holds for numpy's and scipy's OpenBLAS, and more: after each
 call its worker thread spins, waiting for the next, for about a tenth of a second. A word2vec page's control
 change cost the server 215 ms of CPU with the worker against 83 ms without, on a core the class needed.
+torch.set_num_threads(1) reaches torch's own operators in every thread, but not its matrix library (MKL), which
+reads the OpenMP setting of the thread that calls it, and Streamlit runs every script in a new thread, whose setting
+is the process's default: every core the machine reports. So a run's first matrix-vector product started an OpenMP
+worker thread, which spun after each product and ended with the run: 20 products of a (5000, 100) matrix in a new
+thread cost 2.9 ms of CPU against 1.4 ms on one thread. OMP_NUM_THREADS, set before torch loads OpenMP, makes one
+thread that default.
 
 A full garbage collection walks every object the process holds: with torch, sympy, gensim and plotly imported
 that is 380,000 objects and 250 ms of a server's CPU. What is imported here lives as long as the process, so it
@@ -38,8 +44,12 @@ import codecs
 import contextlib
 import gc
 import importlib
+import os
 import pkgutil
 from pathlib import Path
+
+# read once, as torch loads OpenMP below: every later thread's count, as the docstring says
+os.environ["OMP_NUM_THREADS"] = "1"
 
 import altair  # noqa: F401  (st.bar_chart, a live lecture's reveal: 0.15 s of a first import in a follower's run)
 import gguf  # noqa: F401  (engine.llm reads SmolLM2's file with it, imported where the model loads)

@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # in a new thread, as Streamlit runs a script: the OS threads a product large enough for MKL to split it started
+# (on a machine of one core OpenMP starts none either way; CI's has two)
 NEW_THREAD = """
 import os, threading
 import ui.server  # noqa: F401

@@ -130,7 +130,12 @@ def _plotly_dict(fig: go.Figure) -> dict:
     spec = {"data": fig._data, "layout": fig._layout}
     if frames := getattr(fig, "_frame_dicts", None) or [frame._props for frame in fig._frame_objs]:
         spec["frames"] = frames
+    # the shared template is plotly's JSON, with no array in it: walking its hundreds of lists for arrays was 0.25 of
+    # the 0.31 ms this packing took on a line chart, at every new figure
+    template = fig._layout.pop("template") if fig._layout.get("template") is TEMPLATE_SPEC else None
     convert_to_base64(spec)  # as to_dict does: numpy arrays travel as typed base64
+    if template is not None:
+        fig._layout["template"] = template
     return spec
 
 

@@ -320,30 +320,29 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
     axes logarithmic, labelled at powers of ten; labels names the points of some series; paired gives the
     i-th points series the i-th curve's colour (a point on its own path). Each points series has its own marker
     symbol and each curve its own dash, so neither needs its colour to be told apart."""
-    fig = go.Figure()
     labels = labels or {}
     colours, symbols, dashes = palette.SERIES_COLOURS, palette.SYMBOLS, palette.CURVE_DASHES
+    traces = []
     for i, (name, (xs, ys)) in enumerate(points.items()):
         colour = colours[i % len(colours)]
         # unpaired points overlap: their fill is 60% opaque ("99") and their outline whole, at the colour's contrast
         marker = dict(size=11, color=colour) if paired else dict(size=9 if name in labels else 7, color=colour + "99",
                                                                  line=dict(width=1, color=colour))
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, text=labels.get(name), textposition="top center",
-                                 mode="markers+text" if name in labels else "markers",
-                                 marker=dict(symbol=symbols[i % len(symbols)], **marker)))
+        traces.append(dict(type="scatter", x=list(xs), y=list(ys), name=name,
+                           text=list(labels[name]) if name in labels else None, textposition="top center",
+                           mode="markers+text" if name in labels else "markers",
+                           marker=dict(symbol=symbols[i % len(symbols)], **marker)))
     for i, (name, (xs, ys)) in enumerate(curves.items()):
         colour = colours[(i if paired else len(points) + i) % len(colours)]
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name, mode="lines",
-                                 line=dict(width=3, color=colour, dash=dashes[i % len(dashes)])))
+        traces.append(dict(type="scatter", x=list(xs), y=list(ys), name=name, mode="lines",
+                           line=dict(width=3, color=colour, dash=dashes[i % len(dashes)])))
     axis = dict(type="log", dtick=1) if log_axes else {}
-    fig.update_xaxes(title=x_title, **axis)
-    fig.update_yaxes(title=y_title, scaleanchor="x" if equal_axes else None, **axis)
-    fig.update_layout(legend=LEGEND_BELOW)
+    layout = dict(legend=LEGEND_BELOW, xaxis=_axis(x_title, **axis),
+                  yaxis=_axis(y_title, scaleanchor="x" if equal_axes else None, **axis))
     if equal_axes:  # equal axes take their ranges from the plot's width, which only the browser knows
-        return style(fig, title, height)
-    traces = [trace.to_plotly_json() for trace in fig.data]
-    fig.update_layout(_legend_counted(traces))
-    return style(fig, title, height, functools.partial(margins.scatter, traces=traces, log_x=log_axes, log_y=log_axes))
+        return _specified(traces, layout, title, height)
+    reach = functools.partial(margins.scatter, traces=traces, log_x=log_axes, log_y=log_axes)
+    return _specified(traces, layout | _legend_counted(traces), title, height, reach)
 
 
 def _legend_counted(traces: Sequence[dict]) -> dict:

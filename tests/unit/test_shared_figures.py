@@ -71,6 +71,14 @@ BUILDS = {
                                                               dashed=["s1", "s2"]),
     "bars": lambda: figures.bars.__wrapped__(["a", "b"], {"p": [1.0, 2.0], "q": [3.0, 4.0]}, title="B", y_title="v"),
     "bars, stacked": lambda: figures.bars.__wrapped__([1, 2], {"p": [1.0, 2.0]}, stacked=True, height=200),
+    "points and curves": lambda: figures.points_and_curves.__wrapped__(
+        {"seen": ([0.0, 1.0, 2.0], [1.0, 0.5, 2.0])}, {"fit": ([0.0, 1.0, 2.0], [1.0, float("nan"), 1.5])},
+        title="P", x_title="x", y_title="y"),
+    "points and curves, labelled, paired, equal axes": lambda: figures.points_and_curves.__wrapped__(
+        {"a": ([0.0, 1.0], [1.0, 0.0])}, {"b": ([0.0, 1.0], [0.0, 1.0])}, labels={"a": ("p", "q")}, paired=True,
+        equal_axes=True),
+    "points and curves, log axes": lambda: figures.points_and_curves.__wrapped__(
+        {"t": ([1, 10, 100], [0.1, 1.0, 10.0])}, {}, log_axes=True, height=300),
     "tree": lambda: figures.tree.__wrapped__(TREE, title="T", colour_title="log P"),
     "tree, top down, its own scale": lambda: figures.tree.__wrapped__(TREE, colorscale="RdBu_r", down=True, height=300),
 }

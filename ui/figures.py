@@ -187,7 +187,7 @@ def _tick_format(axis_type: str | None) -> str | None:
     return None if axis_type == "log" else "~g"
 
 
-def _axis(title: str | None = None, **props) -> dict:
+def axis_spec(title: str | None = None, **props) -> dict:
     """An axis of a figure built as a spec: its title, props, and what style() gives every axis."""
     axis = {**({} if title is None else {"title": {"text": title}}),
             **{key: value for key, value in props.items() if value is not None}, "automargin": True}
@@ -196,7 +196,7 @@ def _axis(title: str | None = None, **props) -> dict:
     return axis
 
 
-def _specified(traces: list[dict], layout: dict, title: str, height: int,
+def specified(traces: list[dict], layout: dict, title: str, height: int,
                reach: Callable[[int, int], dict] | None = None) -> go.Figure:
     """A figure from plain dicts, the frame of style() added, without plotly's validation of every property as it
     is set: six times faster to build (a heatmap 2.5 ms against 15), which a class moving sliders to values nobody
@@ -264,7 +264,7 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     kind = "category" if categorical else "linear"
     reach = functools.partial(margins.heatmap, y_labels=trace["y"] if categorical else None,
                               colours=margins.colour_range(matrix, zmin, zmax, zmid) if showscale else None)
-    return _specified([trace], dict(xaxis=_axis(x_title, type=kind), yaxis=_axis(y_title, autorange="reversed",
+    return specified([trace], dict(xaxis=axis_spec(x_title, type=kind), yaxis=axis_spec(y_title, autorange="reversed",
                                                                                     type=kind)), title, height, reach)
 
 
@@ -302,10 +302,10 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], title: str 
                            marker=marker if "markers" in mode else None, error_y=error))
     layout = dict(legend=LEGEND_BELOW, **_legend_counted(traces),
                   # log axes labelled at powers of ten only: minor labels read as misplaced numbers
-                  xaxis=_axis(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
-                  yaxis=_axis(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
+                  xaxis=axis_spec(x_title, type="log" if log_x else "linear", dtick=1 if log_x else None),
+                  yaxis=axis_spec(y_title, type="log" if log_y else "linear", dtick=1 if log_y else None))
     reach = functools.partial(margins.scatter, traces=traces, log_x=log_x, log_y=log_y)
-    return _specified(traces, layout, title, height, reach)
+    return specified(traces, layout, title, height, reach)
 
 
 @shared
@@ -337,12 +337,12 @@ def points_and_curves(points: Mapping[str, tuple[Sequence[float], Sequence[float
         traces.append(dict(type="scatter", x=list(xs), y=list(ys), name=name, mode="lines",
                            line=dict(width=3, color=colour, dash=dashes[i % len(dashes)])))
     axis = dict(type="log", dtick=1) if log_axes else {}
-    layout = dict(legend=LEGEND_BELOW, xaxis=_axis(x_title, **axis),
-                  yaxis=_axis(y_title, scaleanchor="x" if equal_axes else None, **axis))
+    layout = dict(legend=LEGEND_BELOW, xaxis=axis_spec(x_title, **axis),
+                  yaxis=axis_spec(y_title, scaleanchor="x" if equal_axes else None, **axis))
     if equal_axes:  # equal axes take their ranges from the plot's width, which only the browser knows
-        return _specified(traces, layout, title, height)
+        return specified(traces, layout, title, height)
     reach = functools.partial(margins.scatter, traces=traces, log_x=log_axes, log_y=log_axes)
-    return _specified(traces, layout | _legend_counted(traces), title, height, reach)
+    return specified(traces, layout | _legend_counted(traces), title, height, reach)
 
 
 def _legend_counted(traces: Sequence[dict]) -> dict:
@@ -359,8 +359,8 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: st
     traces = [dict(type="bar", x=[str(label) for label in labels], y=list(ys), name=name,
                    marker=dict(pattern=dict(shape=hatches[(k // n - 1) % len(hatches)])) if k >= n else None)
               for k, (name, ys) in enumerate(series.items())]
-    return _specified(traces, dict(barmode="stack" if stacked else "group", legend=LEGEND_BELOW,
-                                   xaxis=_axis(type="category"), yaxis=_axis(y_title)), title, height)
+    return specified(traces, dict(barmode="stack" if stacked else "group", legend=LEGEND_BELOW,
+                                   xaxis=axis_spec(type="category"), yaxis=axis_spec(y_title)), title, height)
 
 
 @dataclass(frozen=True)
@@ -426,9 +426,9 @@ def tree(nodes: Sequence[TreeNode], title: str = "", colour_title: str = "", hei
     ))
     rows = max((y for _, y in position.values()), default=0) + 1
     right = max(x for x, _ in position.values())
-    layout = dict(xaxis=_axis(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2]),
-                  yaxis=_axis(visible=False, autorange="reversed"))
-    fig = _specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
+    layout = dict(xaxis=axis_spec(visible=False, range=[-0.6, right + 0.6] if down else [-0.3, right + 1.2]),
+                  yaxis=axis_spec(visible=False, autorange="reversed"))
+    fig = specified(traces, layout, title, height or int(np.clip(120 + (48 if down else 28) * rows, 260, 900)))
     return _grown(fig) if steps and not down else fig
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.graph_objs import Scatter3d  # imported with the server (ui/server.py), not by a page's first 3-D view
 
 from engine.embeddings.glove import load_glove
 from engine.embeddings.projection import Projection, TSNEConfig, choose_words, project
@@ -167,30 +166,31 @@ def projection(coords: np.ndarray, words: tuple[str, ...], title: str, labelled:
     """Every word a small point (its name on hover); the labelled ones named; lines from the centre word to
     its neighbours; arrows (name, from, to) between words. coords (N, 2) or (N, 3)."""
     flat = coords.shape[1] == 2
-    trace = go.Scatter if flat else Scatter3d
+    kind = "scatter" if flat else "scatter3d"
 
     def at(rows, **kwargs):  # the x, y (and z) of some rows, None between segments passed through
         columns = [[None if r is None else float(coords[r, j]) for r in rows] for j in range(coords.shape[1])]
-        return dict(zip("xyz", columns), **kwargs)
+        return dict(type=kind, **dict(zip("xyz", columns)), **kwargs)
 
-    fig = go.Figure()
-    fig.add_trace(trace(**at(range(len(words))), mode="markers", name="words", hovertext=words, hoverinfo="text",
-                        marker=dict(size=5 if flat else 2, color="#7f9fbf", opacity=0.6)))
+    # plain dicts, as figures.specified takes them: plotly's validation of 10,000 points' hover texts took 46 ms of
+    # each new picture (a new neighbour count redraws it)
+    traces = [at(range(len(words)), mode="markers", name="words", hovertext=list(words), hoverinfo="text",
+                 marker=dict(size=5 if flat else 2, color="#7f9fbf", opacity=0.6))]
     if centre is not None and neighbours:
         rows = [r for n in neighbours for r in (centre, n, None)]
-        fig.add_trace(trace(**at(rows), mode="lines", name=f"neighbours of {words[centre]}", hoverinfo="skip",
-                            line=dict(color=NEIGHBOUR_COLOUR, width=2)))
+        traces.append(at(rows, mode="lines", name=f"neighbours of {words[centre]}", hoverinfo="skip",
+                         line=dict(color=NEIGHBOUR_COLOUR, width=2)))
     for (name, a, b), colour in zip(arrows, ARROW_COLOURS):
         tip = dict(symbol="arrow", angleref="previous", size=[0, 16]) if flat else dict(symbol="diamond", size=[0, 6])
-        fig.add_trace(trace(**at([a, b]), mode="lines+markers", name=name, hoverinfo="skip",
-                            line=dict(color=colour, width=3), marker=dict(color=colour, **tip)))
+        traces.append(at([a, b], mode="lines+markers", name=name, hoverinfo="skip", line=dict(color=colour, width=3),
+                         marker=dict(color=colour, **tip)))
     if labelled:
-        fig.add_trace(trace(**at(labelled), mode="markers+text", name="named", text=[words[i] for i in labelled],
-                            textposition="top center", hoverinfo="text", showlegend=False,
-                            marker=dict(size=8 if flat else 4, color="#1f2f4f")))
-    fig.update_layout(legend=dict(orientation="h", y=-0.08))
-    if flat:
-        fig.update_yaxes(scaleanchor="x")  # one unit as long on both axes: distances read the same every way
-    else:
-        fig.update_layout(scene=dict(aspectmode="data"))
-    return figures.style(fig, title, 560)
+        traces.append(at(labelled, mode="markers+text", name="named", text=[words[i] for i in labelled],
+                         textposition="top center", hoverinfo="text", showlegend=False,
+                         marker=dict(size=8 if flat else 4, color="#1f2f4f")))
+    # one unit as long on both axes (or all three): distances read the same every way
+    layout = dict(legend=dict(orientation="h", y=-0.08), xaxis=figures.axis_spec(),
+                  yaxis=figures.axis_spec(scaleanchor="x" if flat else None))
+    if not flat:
+        layout["scene"] = dict(aspectmode="data")
+    return figures.specified(traces, layout, title, 560)

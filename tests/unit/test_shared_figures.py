@@ -12,7 +12,7 @@ import plotly.io as pio
 import pytest
 from plotly import basedatatypes
 
-from ui import alt_text, figures
+from ui import alt_text, figures, projector
 
 PATHS = ["", "title", "title.font.size", "title_font_size", "xaxis_title", "xaxis2.range[0]", "error_x.array",
          "marker.line.width", "updatemenus[0].buttons[1].args", "yaxis.title.text", "legend_y", "a_path_",
@@ -79,6 +79,10 @@ BUILDS = {
         equal_axes=True),
     "points and curves, log axes": lambda: figures.points_and_curves.__wrapped__(
         {"t": ([1, 10, 100], [0.1, 1.0, 10.0])}, {}, log_axes=True, height=300),
+    "projection, flat": lambda: projector.projection.__wrapped__(
+        np.arange(12.0).reshape(6, 2), tuple("abcdef"), "P", (1, 2), 0, (3, 4), (("a to b", 0, 1),)),
+    "projection, 3-D": lambda: projector.projection.__wrapped__(
+        np.arange(18.0).reshape(6, 3), tuple("abcdef"), "", (5,), 2, (1,), (("c to d", 2, 3), ("e to f", 4, 5))),
     "tree": lambda: figures.tree.__wrapped__(TREE, title="T", colour_title="log P"),
     "tree, top down, its own scale": lambda: figures.tree.__wrapped__(TREE, colorscale="RdBu_r", down=True, height=300),
 }
@@ -145,7 +149,7 @@ def test_a_shared_figure_is_found_by_its_arguments_names_without_reading_the_bui
 
 @pytest.mark.parametrize("name", BUILDS)
 def test_a_figure_built_as_a_spec_carries_the_default_template_in_one_shared_dict_that_stays_unchanged(name):
-    """_specified hands every figure the same template dict instead of plotly's deep copy of it: each must send
+    """specified hands every figure the same template dict instead of plotly's deep copy of it: each must send
     what plotly's default template gives, and building, keying and sending figures must leave the dict as it was."""
     default = go.Figure().to_plotly_json()["layout"]["template"]  # plotly's own copy of the default template
     fig = BUILDS[name]()

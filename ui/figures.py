@@ -197,7 +197,7 @@ def axis_spec(title: str | None = None, **props) -> dict:
 
 
 def specified(traces: list[dict], layout: dict, title: str, height: int,
-               reach: Callable[[int, int], dict] | None = None) -> go.Figure:
+              reach: Callable[[int, int], dict] | None = None) -> go.Figure:
     """A figure from plain dicts, the frame of style() added, without plotly's validation of every property as it
     is set: six times faster to build (a heatmap 2.5 ms against 15), which a class moving sliders to values nobody
     asked for yet pays at every change (plotly.py issue #5514 measures the same). tests/unit/test_shared_figures
@@ -264,8 +264,8 @@ def heatmap(matrix: np.ndarray, x_labels: Sequence[str], y_labels: Sequence[str]
     kind = "category" if categorical else "linear"
     reach = functools.partial(margins.heatmap, y_labels=trace["y"] if categorical else None,
                               colours=margins.colour_range(matrix, zmin, zmax, zmid) if showscale else None)
-    return specified([trace], dict(xaxis=axis_spec(x_title, type=kind), yaxis=axis_spec(y_title, autorange="reversed",
-                                                                                    type=kind)), title, height, reach)
+    layout = dict(xaxis=axis_spec(x_title, type=kind), yaxis=axis_spec(y_title, autorange="reversed", type=kind))
+    return specified([trace], layout, title, height, reach)
 
 
 @shared
@@ -360,7 +360,7 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], title: st
                    marker=dict(pattern=dict(shape=hatches[(k // n - 1) % len(hatches)])) if k >= n else None)
               for k, (name, ys) in enumerate(series.items())]
     return specified(traces, dict(barmode="stack" if stacked else "group", legend=LEGEND_BELOW,
-                                   xaxis=axis_spec(type="category"), yaxis=axis_spec(y_title)), title, height)
+                                  xaxis=axis_spec(type="category"), yaxis=axis_spec(y_title)), title, height)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from engine.embeddings.cooccurrence import cooccurrence
 from engine.embeddings.corpus import Vocab, load_corpus
 from engine.embeddings.fasttext import FastTextModel
 from engine.embeddings.glove import load_glove
-from engine.embeddings.subwords import LengthNgrams, check_range, collisions, length_ngrams, merged_ngrams
+from engine.embeddings.subwords import Collisions, LengthNgrams, check_range, collisions, length_ngrams, merged_ngrams
 from engine.embeddings.train import load_shipped_word2vec
 from engine.embeddings.train_fasttext import load_shipped_fasttext
 from engine.embeddings.train_glove import load_shipped_glove
@@ -136,7 +136,7 @@ def ngram_hashes(min_n: int, max_n: int) -> tuple[list[str], np.ndarray]:
 
 
 @st.cache_resource(max_entries=8, show_spinner="Hashing the vocabulary's n-grams into buckets…")
-def ngram_collisions(min_n: int, max_n: int, n_buckets: int) -> tuple[int, dict[int, list[str]]]:
+def ngram_collisions(min_n: int, max_n: int, n_buckets: int) -> tuple[int, Collisions]:
     """How many distinct n-grams the FastText vocabulary's words have, and the buckets several of them share.
     Read only, so shared without a copy: st.cache_data unpickled up to 60,000 n-grams at every run."""
     grams, hashes = ngram_hashes(min_n, max_n)

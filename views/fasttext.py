@@ -60,7 +60,7 @@ with left, page.guard():
                "as wh, whe, her, ere, re: the boundaries < and > fastText adds are left out there, which would make "
                "the suffix re> of “where” the same n-gram as the inside re of “are”. The vocabulary's "
                f"{len(model.vocab):,} words have {len(every_gram):,} distinct n-grams in this range; with "
-               f"{n_buckets:,} buckets, {sum(len(v) for v in shared.values()):,} of them share a bucket with another "
+               f"{n_buckets:,} buckets, {shared.grams_sharing:,} of them share a bucket with another "
                "and so share one vector.")
 
 st.subheader(f"“{word}”: a vector from its n-grams, and its neighbours")

@@ -8,6 +8,7 @@ same direction. Both are offered.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +115,44 @@ def buckets(grams: list[str], n_buckets: int) -> list[int]:
     return [fnv1a(g) % n_buckets for g in grams]
 
 
-def collisions(grams: list[str], n_buckets: int, hashes: np.ndarray | None = None) -> dict[int, list[str]]:
+class Collisions(Mapping[int, list[str]]):
+    """The buckets that more than one distinct n-gram hashes to, each with those n-grams (they share one
+    vector), in the order fastText first meets the buckets. A read-only dict, kept as sorted arrays: a vocabulary's
+    100,000 n-grams make up to 26,000 such buckets, and building them all as lists took up to 80 ms where a page
+    reads a word's dozen; a bucket's list is made when it is read."""
+
+    def __init__(self, grams: list[str], ids: np.ndarray):
+        self._grams = grams
+        # each bucket's grams together, in the grams' order: a sort of bucket·G + index, every key distinct (a
+        # quarter of the time of argsort(ids, kind="stable"), a timsort for 64-bit keys)
+        n = len(ids)
+        keys = np.sort(ids.astype(np.int64) * n + np.arange(n))  # (G,)
+        self._order, self._sorted_ids = keys % n, keys // n  # (G,) each
+        starts = np.flatnonzero(np.r_[True, self._sorted_ids[1:] != self._sorted_ids[:-1]])  # (buckets used,)
+        sizes = np.diff(np.r_[starts, len(ids)])
+        shared = np.flatnonzero(sizes > 1)
+        self._starts, self._sizes = starts[shared], sizes[shared]  # (shared buckets,)
+        self.grams_sharing = int(self._sizes.sum())  # n-grams that share their bucket with another
+
+    def __getitem__(self, bucket: int) -> list[str]:
+        start = int(np.searchsorted(self._sorted_ids, bucket))
+        end = int(np.searchsorted(self._sorted_ids, bucket, side="right"))
+        if end - start < 2:
+            raise KeyError(bucket)
+        return [self._grams[i] for i in self._order[start:end].tolist()]
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __iter__(self) -> Iterator[int]:
+        first_met = self._order[self._starts]  # each shared bucket's first gram
+        return iter(self._sorted_ids[self._starts[np.argsort(first_met, kind="stable")]].tolist())
+
+    def __repr__(self) -> str:
+        return f"Collisions({len(self):,} shared buckets, {self.grams_sharing:,} n-grams in them)"
+
+
+def collisions(grams: list[str], n_buckets: int, hashes: np.ndarray | None = None) -> Collisions:
     """The buckets that more than one distinct n-gram hashes to, with those n-grams: they share one vector.
     hashes: fnv1a of each of grams, all distinct, if already known (they do not depend on n_buckets; hashing
     a vocabulary's 100,000 n-grams byte by byte takes a tenth of a second, the grouping a few ms)."""
@@ -122,14 +160,7 @@ def collisions(grams: list[str], n_buckets: int, hashes: np.ndarray | None = Non
     if hashes is None:
         grams = list(dict.fromkeys(grams))
         hashes = fnv1a_each(grams)
-    ids = hashes % n_buckets  # (G,)
-    order = np.argsort(ids, kind="stable")  # each bucket's grams together, in the grams' order
-    starts = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1]])  # (buckets used,)
-    ends = np.r_[starts[1:], len(order)]
-    shared = np.flatnonzero(ends - starts > 1)
-    shared = shared[np.argsort(order[starts[shared]], kind="stable")]  # buckets as fastText first meets them
-    order = order.tolist()
-    return {int(ids[order[starts[b]]]): [grams[i] for i in order[starts[b]:ends[b]]] for b in shared.tolist()}
+    return Collisions(grams, hashes % n_buckets)
 
 
 def subword_vector(word: str, ngram_vectors: np.ndarray, min_n: int = 3, max_n: int = 6,

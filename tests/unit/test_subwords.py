@@ -33,6 +33,9 @@ def test_fnv1a_by_hand_and_collisions():
     shared = collisions(grams, 7)  # 7 buckets for 26 n-grams: some must share
     assert shared and all(len(set(found)) > 1 for found in shared.values())
     assert all(fnv1a(g) % 7 == bucket for bucket, found in shared.items() for g in found)
+    assert shared.grams_sharing == sum(len(found) for found in shared.values())
+    alone = next(b for b in range(7) if b not in shared)  # 7 buckets, fewer shared: the others hold one gram or none
+    assert shared.get(alone) is None
 
 
 def test_collisions_group_the_n_grams_by_the_buckets_gensim_computes():

@@ -9,7 +9,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 import torch
-from plotly.subplots import make_subplots
 
 from engine.efficiency import compiled, published, records
 from engine.efficiency.flash import TileStep
@@ -53,27 +52,30 @@ def online_softmax_figure(trace: SoftmaxTrace, step: int, height: int = 400) -> 
     n = len(trace.x)
     labels = [str(j + 1) for j in range(n)]
     x, final = trace.x.tolist(), trace.a.tolist()
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=("x_j, max m_i dashed", "e^(x_j − m_i)/d_i, ○ softmax"))
-    fig.add_trace(go.Bar(x=labels, y=x, name="x_j", showlegend=False, marker=dict(color=[2] * n, **BAR_SCALE)), 1, 1)
-    fig.add_trace(go.Scatter(x=[labels[0], labels[-1]], y=[0.0, 0.0], mode="lines", name="m_i",
-                             line=dict(color=CURRENT, dash="dash")), 1, 1)
-    fig.add_trace(go.Bar(x=labels, y=[0.0] * n, name="online estimate", marker=dict(color=[2] * n, **BAR_SCALE)),
-                  1, 2)
-    fig.add_trace(go.Scatter(x=labels, y=final, mode="markers", name="softmax (torch)",
-                             marker=dict(symbol="circle-open", size=11, color="#111111", line=dict(width=2))), 1, 2)
+    layout = figures.side_by_side(("x_j, max m_i dashed", "e^(x_j − m_i)/d_i, ○ softmax"), 0.1)
+    for axis in ("xaxis", "xaxis2"):
+        layout[axis] |= dict(type="category", title=dict(text="j"))
+    layout["yaxis"]["title"] = dict(text="x_j")
+    layout["yaxis2"] |= dict(title=dict(text="weight"), range=[0, 1.05])
+    layout["showlegend"] = False
+    traces = [
+        dict(type="bar", x=labels, y=x, name="x_j", showlegend=False, marker=dict(color=[2] * n, **BAR_SCALE),
+             xaxis="x", yaxis="y"),
+        dict(type="scatter", x=[labels[0], labels[-1]], y=[0.0, 0.0], mode="lines", name="m_i",
+             line=dict(color=CURRENT, dash="dash"), xaxis="x", yaxis="y"),
+        dict(type="bar", x=labels, y=[0.0] * n, name="online estimate", marker=dict(color=[2] * n, **BAR_SCALE),
+             xaxis="x2", yaxis="y2"),
+        dict(type="scatter", x=labels, y=final, mode="markers", name="softmax (torch)",
+             marker=dict(symbol="circle-open", size=11, color="#111111", line=dict(width=2)), xaxis="x2", yaxis="y2"),
+    ]
     frames = []
     for i in range(1, n + 1):
         estimate = prefix_softmax(trace, i).tolist() + [0.0] * (n - i)
         states = [0 if j < i - 1 else 1 if j == i - 1 else 2 for j in range(n)]  # see BAR_SCALE
         frames.append([dict(marker=dict(color=states, **BAR_SCALE)), dict(y=[float(trace.m[i - 1])] * 2),
                        dict(y=estimate, marker=dict(color=states, **BAR_SCALE))])
-    fig.update_xaxes(type="category", title="j")
-    fig.update_yaxes(title="x_j", row=1, col=1)
-    fig.update_yaxes(title="weight", range=[0, 1.05], row=1, col=2)
-    fig.update_layout(showlegend=False)
-    figures.style(fig, "", height)
-    return figures.animate(fig, frames, labels, step - 1, prefix="step i = ")
+    return figures.animated(traces, figures.styled(layout, "", height), frames, labels, step - 1,
+                            prefix="step i = ")
 
 
 def output_figure(steps: Sequence[int], o: torch.Tensor, reference: torch.Tensor | None, height: int = 320) -> go.Figure:
@@ -91,17 +93,21 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
     """Left: the grid of S tiles (query blocks down, key blocks across), coloured and marked by state after each
     step (TILE_STATES); right: the running maximum m and normaliser l of the rows of the query block in flight."""
     T_r, T_c = len(kinds), len(kinds[0])
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
-                        subplot_titles=("Tiles of S = QKᵀ", "m (blue), l (green, hatched)"))
+    layout = figures.side_by_side(("Tiles of S = QKᵀ", "m (blue), l (green, hatched)"), 0.12, (0.55, 0.45))
+    layout["yaxis"]["autorange"] = "reversed"
+    layout["xaxis2"] |= dict(type="category", title=dict(text="query row"))
+    layout |= dict(barmode="group", showlegend=False)
     colourscale = [[k / 3, state.colour] for k, state in enumerate(TILE_STATES)]
-    # each tile's mark: text left at its automatic size fits the tiles, in plotly's colour for the tile, ringed
-    fig.add_trace(go.Heatmap(z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)], y=[f"Q{i}" for i in range(T_r)],
-                             zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
-                             texttemplate="%{text}", textfont=dict(shadow="auto"),
-                             hovertemplate="tile %{y} × %{x}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Bar(x=[], y=[], name="m (running max)", marker_color=SEEN), 1, 2)
-    fig.add_trace(go.Bar(x=[], y=[], name="l (running sum)", marker=dict(color="#2b8a3e", pattern=dict(shape="/"))),
-                  1, 2)
+    traces = [
+        # each tile's mark: text left at its automatic size fits the tiles, in plotly's colour for the tile, ringed
+        dict(type="heatmap", z=np.zeros((T_r, T_c)), x=[f"K{j}" for j in range(T_c)],
+             y=[f"Q{i}" for i in range(T_r)], zmin=0, zmax=3, colorscale=colourscale, showscale=False, xgap=2, ygap=2,
+             texttemplate="%{text}", textfont=dict(shadow="auto"), hovertemplate="tile %{y} × %{x}<extra></extra>",
+             xaxis="x", yaxis="y"),
+        dict(type="bar", x=[], y=[], name="m (running max)", marker=dict(color=SEEN), xaxis="x2", yaxis="y2"),
+        dict(type="bar", x=[], y=[], name="l (running sum)", marker=dict(color="#2b8a3e", pattern=dict(shape="/")),
+             xaxis="x2", yaxis="y2"),
+    ]
     done: set[tuple[int, int]] = set()
     frames = []
     for s in steps:
@@ -113,11 +119,8 @@ def tile_figure(kinds: list[list[str]], steps: Sequence[TileStep], step: int, B_
         frames.append([dict(z=state.tolist(), text=TILE_MARKS[state].tolist()), dict(x=rows, y=s.m.tolist()),
                        dict(x=rows, y=s.l.tolist())])
         done.add((s.i, s.j))
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.update_xaxes(type="category", title="query row", row=1, col=2)
-    fig.update_layout(barmode="group", showlegend=False)
-    figures.style(fig, "", height)
-    fig = figures.animate(fig, frames, [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
+    fig = figures.animated(traces, figures.styled(layout, "", height), frames,
+                           [str(k + 1) for k in range(len(steps))], step - 1, prefix="tile step ")
     # the values 0 to 3 mean nothing to a screen reader without the states they stand for
     states = ", ".join(f"{k} {s.name} ({s.mark})" for k, s in enumerate(TILE_STATES))
     return fig.update_layout(meta={figures.ALT: f"{alt_text.describe(fig)} Tile states: {states}."})

@@ -33,10 +33,25 @@ def test_remembered_property_paths_parse_as_plotly_does(path):
 
 
 def with_text_alternative(fig) -> dict:
-    """What a shared figure sends: plotly's dict and, in layout.meta, the words ui/alt_text makes of it."""
+    """What a shared figure sends: plotly's dict, its template cut to what the figure draws, and, in layout.meta,
+    the words ui/alt_text makes of it."""
     spec = fig.to_dict()
     spec["layout"]["meta"] = {figures.ALT: alt_text.describe(fig)}
+    spec["layout"]["template"] = default_template_for(spec)
     return spec
+
+
+THREE_D = {"scatter3d", "mesh3d", "surface", "cone", "streamtube", "volume", "isosurface"}
+
+
+def default_template_for(spec: dict) -> dict:
+    """plotly's default template (its own copy) as a figure of spec's traces needs it: the defaults of those trace
+    types, and its layout without the styles of subplot kinds the figure lacks (here: all but 3-D scenes)."""
+    default = go.Figure().to_plotly_json()["layout"]["template"]
+    types = {trace.get("type", "scatter") for trace in spec["data"]}
+    return {"data": {kind: value for kind, value in default["data"].items() if kind in types},
+            "layout": {key: value for key, value in default["layout"].items()
+                       if key not in ("geo", "polar", "ternary", "scene") or key == "scene" and types & THREE_D}}
 
 
 def test_shared_figure_is_built_once_per_distinct_arguments_and_keeps_plotlys_dict():
@@ -157,15 +172,15 @@ def test_a_shared_figure_is_found_by_its_arguments_names_without_reading_the_bui
 
 
 @pytest.mark.parametrize("name", BUILDS)
-def test_a_figure_built_as_a_spec_carries_the_default_template_in_one_shared_dict_that_stays_unchanged(name):
+def test_a_figure_built_as_a_spec_sends_the_default_template_cut_to_it_in_one_shared_dict(name):
     """specified hands every figure the same template dict instead of plotly's deep copy of it: each must send
-    what plotly's default template gives, and building, keying and sending figures must leave the dict as it was."""
+    what plotly's default template gives its kinds of trace and subplot, figures of the same kinds one dict, and
+    building, keying and sending figures must leave the whole template as it was."""
     default = go.Figure().to_plotly_json()["layout"]["template"]  # plotly's own copy of the default template
     fig = BUILDS[name]()
-    assert fig._layout["template"] is figures.TEMPLATE_SPEC
-    assert json.loads(fig.to_json())["layout"]["template"] == json.loads(go.Figure(layout={"template": default})
-                                                                          .to_json())["layout"]["template"]
-    figures._plotly_dict(fig)
+    sent = figures._plotly_dict(fig)
+    assert sent["layout"]["template"] == default_template_for(sent)
+    assert figures._plotly_dict(BUILDS[name]())["layout"]["template"] is sent["layout"]["template"]  # one dict
     figures.PICKLED[dict](fig._layout)
     alt_text.describe(fig)
     assert figures.TEMPLATE_SPEC == default
@@ -182,12 +197,12 @@ STEPPED = {
 @pytest.mark.parametrize("name", STEPPED)
 def test_a_stepped_figure_sends_its_frames_as_plotly_validates_them_and_the_default_template(name):
     """animate and the tree's step slider keep their frames as dicts, not plotly objects: what plotly_chart writes
-    must be what plotly's validation makes of it, each frame there, with the default template."""
+    must be what plotly's validation makes of it, each frame there, with the default template cut to it."""
     fig = STEPPED[name]()
     sent = json.loads(pio.to_json(fig.to_dict(), validate=False))  # as st.plotly_chart writes it
     assert len(sent["frames"]) == 3 and [frame["name"] for frame in sent["frames"]] == ["0", "1", "2"]
     assert json.loads(go.Figure(copy.deepcopy(sent)).to_json()) == sent
-    assert sent["layout"]["template"] == go.Figure().to_plotly_json()["layout"]["template"]
+    assert sent["layout"]["template"] == default_template_for(sent)
     if name == "lines, animated":  # the frames given, and the data as the start frame has it
         assert [decoded(frame["data"][0]["y"]) for frame in sent["frames"]] == [[1, 2, 3], [3, 2, 1], [2, 2, 2]]
         assert decoded(sent["data"][0]["y"]) == [3, 2, 1]

@@ -47,6 +47,7 @@ import importlib
 import os
 import pkgutil
 from pathlib import Path
+from typing import Any
 
 # read once, as torch loads OpenMP below: every later thread's count, as the docstring says
 os.environ["OMP_NUM_THREADS"] = "1"
@@ -71,6 +72,7 @@ import torch.fx.experimental.symbolic_shapes  # noqa: F401  (torch.autograd.grad
 import torch.utils.serialization  # noqa: F401  (torch.load's first call)
 import torch.utils._device  # noqa: F401  (torch.device as a context manager: SmolLM2 is built on "meta")
 from plotly.subplots import make_subplots
+from streamlit import config
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import engine
@@ -105,6 +107,28 @@ def _draw_each_kind() -> None:
     spec = fig.to_dict()
     spec["frames"] = [dict(name="0", data=[dict(type="bar", y=[2, 1])])]
     pio.to_json(go.Figure(spec), validate=False)
+
+
+def _find_config_sections_once() -> None:
+    """Streamlit writes the theme into the message that starts every script run, reading six sections of its
+    configuration (theme, theme.sidebar, theme.light, ...) each by a scan of all its 367 options
+    (config.get_options_for_section): 3% of the GIL's time in a page's cached run. Here a section's options are
+    found once per reading of the configuration (each reading makes a new dict of options, and so a new index) and
+    their values read at each call, so an option set later shows as before; tests/unit/test_server_config_sections.py
+    compares the two for every section."""
+    index: dict[str, Any] = {"options": None, "by_section": {}}
+
+    def get_options_for_section(section: str) -> dict[str, Any]:
+        with config._config_lock:
+            options = config.get_config_options()
+            if index["options"] is not options:
+                by_section: dict[str, list] = {}
+                for option in options.values():
+                    by_section.setdefault(option.section, []).append(option)
+                index.update(options=options, by_section=by_section)
+            return {option.name: option.value for option in index["by_section"].get(section, ())}
+
+    config.get_options_for_section = get_options_for_section
 
 
 def _read_a_table() -> None:
@@ -148,6 +172,7 @@ if torch.cuda.is_available():
     importlib.import_module("engine.efficiency.triton_flash")
 _draw_each_kind()
 _read_a_table()
+_find_config_sections_once()
 _compile_page_scripts()
 _compile_kernels()
 torch.set_num_threads(1)

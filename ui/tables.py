@@ -8,13 +8,14 @@ import pyarrow as pa
 import streamlit as st
 
 
-def dataframe(columns: Mapping[str, Any], **options: Any) -> None:
-    """st.dataframe(columns, **options), its columns sent as an Arrow table. Given a dict, st.dataframe first
-    builds a pandas DataFrame and converts that to Arrow, on every run of the page: 3 ms for a table of four
-    rows, against 0.1 ms this way. Columns Arrow cannot type (numbers mixed with text) are left to st.dataframe.
-    Every table here hides pandas' index, which an Arrow table does not have."""
+def dataframe(columns: Mapping[str, Any] | pa.Table, **options: Any) -> None:
+    """st.dataframe(columns, **options), its columns sent as an Arrow table (or the Arrow table given, as a page
+    keeps a large one between runs). Given a dict, st.dataframe first builds a pandas DataFrame and converts that to
+    Arrow, on every run of the page: 3 ms for a table of four rows, against 0.1 ms this way. Columns Arrow cannot
+    type (numbers mixed with text) are left to st.dataframe. Every table here hides pandas' index, which an Arrow
+    table does not have."""
     try:
-        table = pa.table(dict(columns))
+        table = columns if isinstance(columns, pa.Table) else pa.table(dict(columns))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         table = columns
     st.dataframe(table, **options)

@@ -73,7 +73,7 @@ def nested_logits(dims: list[int], n_keys: int, n_draws: int, generator: torch.G
         b = min(DRAW_CHUNK, n_draws - start)
         q = torch.randn(b, 1, dims[-1], generator=generator)  # (b, 1, D)
         K = torch.randn(b, n_keys, dims[-1], generator=generator)  # (b, m, D)
-        products = q * K  # (b, m, D)
+        products = K.mul_(q)  # (b, m, D), in K's place: no new (b, m, D) tensor for every chunk
         added = torch.stack([products[..., lo:hi].sum(-1, dtype=torch.float64) for lo, hi in zip(bounds, bounds[1:])],
                             dim=-1)  # (b, m, len(dims))
         chunks.append(added.cumsum(dim=-1).float())

@@ -73,6 +73,8 @@ import torch.utils.serialization  # noqa: F401  (torch.load's first call)
 import torch.utils._device  # noqa: F401  (torch.device as a context manager: SmolLM2 is built on "meta")
 from plotly.subplots import make_subplots
 from streamlit import config
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import engine
@@ -131,6 +133,27 @@ def _find_config_sections_once() -> None:
     config.get_options_for_section = get_options_for_section
 
 
+def _rerun_the_page_for_a_fragment_it_lacks() -> None:
+    """A control inside a fragment asks its session to rerun that fragment alone, by the id the session registered
+    when it drew it. A session that never drew the page (a browser reconnecting to a restarted server, or sent to
+    the other replica) has no such id, and Streamlit drops the request: the control did nothing, and the browser
+    waited for a run that never came. Such a request reruns the whole page instead, with the values the browser sent,
+    as a first run does (tests/app/test_fragments_served.py). A timer's rerun of a fragment a full run removed is
+    still dropped, as Streamlit means it to be."""
+    request_rerun = AppSession.request_rerun
+
+    def request(self: AppSession, client_state: ClientState | None) -> None:
+        if client_state is not None and client_state.fragment_id and not client_state.is_auto_rerun \
+                and not self.has_fragment(client_state.fragment_id):
+            whole = ClientState()
+            whole.CopyFrom(client_state)
+            whole.fragment_id = ""
+            client_state = whole
+        request_rerun(self, client_state)
+
+    AppSession.request_rerun = request
+
+
 def _read_a_table() -> None:
     """Streamlit's built-in charts (st.bar_chart: a live lecture's reveal) read their table through narwhals, which
     imports its pandas backend, a module per kind of column, at the first table."""
@@ -173,6 +196,7 @@ if torch.cuda.is_available():
 _draw_each_kind()
 _read_a_table()
 _find_config_sections_once()
+_rerun_the_page_for_a_fragment_it_lacks()
 _compile_page_scripts()
 _compile_kernels()
 torch.set_num_threads(1)

@@ -3,6 +3,7 @@ group alone, and still writes the URL. AppTest reruns no fragment alone, so thes
 its protocol, as the browser does."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,28 @@ def test_a_control_of_an_independent_group_reruns_that_group_alone_and_writes_th
     finally:
         tab.close()
 
+
+
+def test_a_fragments_control_in_a_session_that_never_drew_it_reruns_the_whole_page(served):
+    """A browser reconnecting to a restarted server, or sent to the other replica, keeps its page and sends its next
+    change as its fragment's rerun, by an id the new session never registered: the whole page runs, with the change
+    (ui/server.py). Streamlit dropped the request, and the browser waited for a run that never came."""
+    first, second = Session(served.url, timeout_s=300), Session(served.url, timeout_s=300)
+    try:
+        shown = first.open("kernel_regression", {"h": "1.5"})
+        assert not shown.exceptions and first.widgets["h"].fragment_id
+        second.connect()  # a new session, which has drawn nothing
+        second.widgets, second.query, second.page_hash = first.widgets, dict(first.query), first.page_hash
+        runs: list = []  # the server's pings keep a read from timing out: the run gets a deadline of its own
+        changing = threading.Thread(target=lambda: runs.append(second.change("h", 1.55)), daemon=True)
+        changing.start()
+        changing.join(60)
+        assert runs, "no run came back within 60 s: the server dropped the change"
+        changed = runs[0]
+        assert changed.status == "FINISHED_SUCCESSFULLY" and not changed.exceptions, changed.status
+        assert second.query["h"] == "1.55" and {"kernel", "n", "noise", "seed"} <= set(changed.widgets)
+        # the page is now this session's: its fragment's next change reruns the fragment
+        assert second.change("h", 1.6).status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"
+    finally:
+        first.close()
+        second.close()

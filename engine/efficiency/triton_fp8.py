@@ -43,18 +43,49 @@ if triton is not None:
     import triton.language as tl
 
     KERNEL_P_LOG2_SCALE = tl.constexpr(P_LOG2_SCALE)
+    KERNEL_E4M3_MAX = tl.constexpr(E4M3_MAX)
+    KERNEL_FLOAT32_TINY = tl.constexpr(torch.finfo(torch.float32).tiny)
 
     @triton.jit
     def _e4m3_rounded(x, EMULATE: tl.constexpr):
-        """x (float32) itself; under the interpreter, x rounded to e4m3's 3 mantissa bits, ties to even, so that
-        the interpreter's cast, which loses a rounding's carry into the exponent (1.95 becomes 1.0, not 2.0;
-        triton 3.9), has nothing left to round. Below e4m3's normal range (2^-6, here 256 · P < 2^-6) this keeps
-        more bits than a GPU's cast, on entries too small to move O."""
+        """x (float32) itself; under the interpreter, x rounded to the nearest e4m3 value, ties to even, as a GPU's
+        cast rounds, so that the interpreter's cast has nothing left to round: it loses a rounding's carry into the
+        exponent (1.95 becomes 1.0, not 2.0) and truncates below e4m3's normal range, 2^-6 (triton 3.9). There the
+        step is e4m3's smallest, 2^-9, which adding and taking away 1.5 · 2^14 rounds to in float32."""
         if EMULATE:
             bits = x.to(tl.uint32, bitcast=True)
-            bits = ((bits + 0x7FFFF + ((bits >> 20) & 1)) >> 20) << 20
-            x = bits.to(tl.float32, bitcast=True)
+            normal = (((bits + 0x7FFFF + ((bits >> 20) & 1)) >> 20) << 20).to(tl.float32, bitcast=True)
+            subnormal = (tl.abs(x) + 24576.0) - 24576.0
+            subnormal = (subnormal.to(tl.uint32, bitcast=True) | (bits & 0x80000000)).to(tl.float32, bitcast=True)
+            x = tl.where(tl.abs(x) < 0.015625, subnormal, normal)
         return x
+
+    @triton.jit
+    def _quantize_kernel(X, X8, scales, n_ctx, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr,
+                         TRANSPOSED: tl.constexpr, EVEN: tl.constexpr, EMULATE: tl.constexpr):
+        """One block of BLOCK rows of one head: its largest |x| to one float32 scale, the rows to e4m3 (written as
+        (d, N) when TRANSPOSED), in one read of X, as quantize_blocks computes them in torch."""
+        block = tl.program_id(0)
+        head = tl.program_id(1).to(tl.int64)
+        offs_n = block * BLOCK + tl.arange(0, BLOCK)
+        offs_d = tl.arange(0, HEAD_DIM)
+        rows = head * n_ctx * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        if EVEN:
+            x = tl.load(X + rows).to(tl.float32)
+        else:
+            x = tl.load(X + rows, mask=offs_n[:, None] < n_ctx, other=0.0).to(tl.float32)  # (BLOCK, d)
+        # division rounded to nearest, as torch's: Triton's `/` on float32 is an approximate division on a GPU
+        scale = tl.math.div_rn(tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), KERNEL_FLOAT32_TINY), KERNEL_E4M3_MAX)
+        tl.store(scales + head * tl.num_programs(0) + block, scale)
+        x8 = _e4m3_rounded(tl.math.div_rn(x, scale), EMULATE).to(tl.float8e4nv)
+        if TRANSPOSED:
+            out = head * HEAD_DIM * n_ctx + offs_d[None, :] * n_ctx + offs_n[:, None]
+        else:
+            out = rows
+        if EVEN:
+            tl.store(X8 + out, x8)
+        else:
+            tl.store(X8 + out, x8, mask=offs_n[:, None] < n_ctx)
 
 
 @dataclass(frozen=True)
@@ -70,7 +101,8 @@ class Quantized:
 
 
 def quantize_blocks(X: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """X (B, H, N, d) as e4m3 and one scale per block of `block` rows, each block's largest |x| mapped to 448."""
+    """X (B, H, N, d) as e4m3 and one scale per block of `block` rows, each block's largest |x| mapped to 448, in
+    torch: the reference for the kernel `quantize` runs (and its peer in benchmarks.flash_fp8)."""
     B, H, N, d = X.shape
     blocks = math.ceil(N / block)
     padded = F.pad(X.float(), (0, 0, 0, blocks * block - N)).view(B, H, blocks, block, d)
@@ -79,12 +111,27 @@ def quantize_blocks(X: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Te
     return X8.contiguous(), scales
 
 
+def quantized_blocks(X: torch.Tensor, block: int, transposed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """quantize_blocks' e4m3 and scales from one kernel that reads X once, (B, H, d, N) when transposed: torch's
+    version reads and writes float32 copies of X six times over (float, pad, abs, amax, divide, cast)."""
+    _check_inputs(X)
+    B, H, N, d = X.shape
+    X = X.contiguous()
+    blocks = math.ceil(N / block)
+    X8 = torch.empty((B, H, d, N) if transposed else (B, H, N, d), dtype=torch.float8_e4m3fn, device=X.device)
+    scales = torch.empty(B, H, blocks, dtype=torch.float32, device=X.device)
+    with _on_device(X):
+        _quantize_kernel[(blocks, B * H)](X, X8, scales, N, HEAD_DIM=d, BLOCK=block, TRANSPOSED=transposed,
+                                          EVEN=N % block == 0, EMULATE=interpreted(), num_warps=4 if d <= 64 else 8)
+    return X8, scales
+
+
 def quantize(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, launch: ForwardLaunch | None = None) -> Quantized:
     launch = launch or default_launch(Q.shape[-1])
-    q, q_scales = quantize_blocks(Q, launch.block_m)
-    k, k_scales = quantize_blocks(K, launch.block_n)
-    v, v_scales = quantize_blocks(V, launch.block_n)
-    return Quantized(q, k, v.transpose(-2, -1).contiguous(), q_scales, k_scales, v_scales, launch)
+    q, q_scales = quantized_blocks(Q, launch.block_m)
+    k, k_scales = quantized_blocks(K, launch.block_n)
+    v_t, v_scales = quantized_blocks(V, launch.block_n, transposed=True)
+    return Quantized(q, k, v_t, q_scales, k_scales, v_scales, launch)
 
 
 if triton is not None:

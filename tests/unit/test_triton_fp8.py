@@ -17,6 +17,7 @@ from engine.efficiency.triton_fp8 import (  # noqa: E402
     FP8_RELATIVE_ERROR,
     P_LOG2_SCALE,
     quantize_blocks,
+    quantized_blocks,
     triton_fp8_attention,
 )
 
@@ -52,6 +53,25 @@ def test_each_block_is_scaled_to_e4m3s_largest_value_and_rounded_to_nearest():
     error = (dequantized(X, 16) - X).abs()
     step = scales.repeat_interleave(16, -1)[..., :40, None]
     assert (error <= 2**-4 * X.abs() + 2**-10 * step).all()  # half an ulp of 3 mantissa bits; subnormals below
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("N,block,head_dim", [(40, 16, 64), (64, 32, 128)] if not CUDA else
+                         [(1000, 128, 64), (1024, 64, 128)])
+def test_the_quantizing_kernel_gives_torchs_e4m3_bit_for_bit(N, block, head_dim, dtype):
+    """Values over ten decades in every row, so that each block holds e4m3's subnormals (below 2^-6) and ties;
+    zeros of both signs in a block of its own."""
+    g = torch.Generator().manual_seed(N)
+    X = torch.randn(2, 3, N, head_dim, generator=g) * torch.logspace(-8, 2, head_dim)
+    X[0, 0, :block] = 0.0
+    X[0, 0, :block:2] = -0.0
+    X = X.to(DEVICE, dtype)
+    X8, scales = quantize_blocks(X, block)
+    ours, our_scales = quantized_blocks(X, block)
+    ours_t, _ = quantized_blocks(X, block, transposed=True)
+    assert torch.equal(our_scales, scales)
+    assert torch.equal(ours.view(torch.uint8), X8.view(torch.uint8))
+    assert torch.equal(ours_t.view(torch.uint8), X8.transpose(-2, -1).contiguous().view(torch.uint8))
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -149,8 +149,15 @@ if triton is not None:
                           other=0.0)
             v = tl.load(v_base + offs_d[None, :] * n_ctx + offs_n[:, None], mask=offs_n[:, None] < n_ctx, other=0.0)
         block = start_n // BLOCK_N
+        return fp8_update(acc, m_i, l_i, q, k_t, v, q_scale * tl.load(k_scales + block) * qk_scale,
+                          tl.load(v_scales + block), offs_m, offs_n, n_ctx, CAUSAL_MASK, EVEN_N, EMULATE)
+
+    @triton.jit
+    def fp8_update(acc, m_i, l_i, q, k_t, v, s_scale, v_scale, offs_m, offs_n, n_ctx, CAUSAL_MASK: tl.constexpr,
+                   EVEN_N: tl.constexpr, EMULATE: tl.constexpr):
+        """The online softmax's step on one loaded block, K^T (d, BLOCK_N) and V (BLOCK_N, d) in e4m3, K-major."""
         # the scores in log2 units: the e4m3 product times both blocks' scales and the exponent's 1/√d · log2 e
-        s = tl.dot(q, k_t) * (q_scale * tl.load(k_scales + block) * qk_scale)  # (BLOCK_M, BLOCK_N)
+        s = tl.dot(q, k_t) * s_scale  # (BLOCK_M, BLOCK_N)
         if CAUSAL_MASK:
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
         if not EVEN_N:
@@ -160,7 +167,7 @@ if triton is not None:
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         pv = tl.dot(_e4m3_rounded(p, EMULATE).to(tl.float8e4nv), v)  # (BLOCK_M, d)
-        acc = acc * alpha[:, None] + pv * tl.load(v_scales + block)
+        acc = acc * alpha[:, None] + pv * v_scale
         return acc, m_new, l_i
 
     @triton.jit

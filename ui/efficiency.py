@@ -174,9 +174,11 @@ def sweep_table(rows: Sequence[dict]) -> None:
 
 def probe_table(record: dict, head_dim: int, causal: bool, columns: Callable[[dict], dict[str, Any]],
                 formats: Mapping[str, str]) -> None:
-    """A GPU probe's rows (benchmarks.flash_fp8, flash_tma) at this head dim and mask, one per N, in the columns
-    `columns` makes of a row; numbers in `formats` (printf style) by column, TFLOP/s elsewhere."""
-    rows = [r for r in record["rows"] if r["d"] == head_dim and r["causal"] == causal]
+    """A GPU probe's bf16 rows (benchmarks.flash_fp8, flash_tma) at this head dim and mask, one per N, in the
+    columns `columns` makes of a row; numbers in `formats` (printf style) by column, TFLOP/s elsewhere. Rows without
+    a dtype are bf16 (the FP8 probe's compare with bf16; the TMA probe's before it timed fp16)."""
+    rows = [r for r in record["rows"]
+            if r["d"] == head_dim and r["causal"] == causal and r.get("dtype", "bf16") == "bf16"]
     if not rows:
         st.warning(f"No recorded rows for d = {head_dim}, causal = {causal}.", icon=":material/warning:")
         return

@@ -17,6 +17,7 @@ under Triton's interpreter (TRITON_INTERPRET=1), whose e4m3 casts round to neare
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -100,15 +101,15 @@ class Quantized:
     launch: ForwardLaunch  # the blocks the scales were taken over, so the kernel's tiles are the scales' blocks
 
 
-def quantize_blocks(X: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """X (B, H, N, d) as e4m3 and one scale per block of `block` rows, each block's largest |x| mapped to 448, in
-    torch: the reference for the kernel `quantize` runs (and its peer in benchmarks.flash_fp8)."""
+def quantize_blocks(X: torch.Tensor, block: int, transposed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """X (B, H, N, d) as e4m3 ((B, H, d, N) when transposed) and one scale per block of `block` rows, each block's
+    largest |x| mapped to 448, in torch: the reference for quantized_blocks' kernel, which `quantize` runs."""
     B, H, N, d = X.shape
     blocks = math.ceil(N / block)
     padded = F.pad(X.float(), (0, 0, 0, blocks * block - N)).view(B, H, blocks, block, d)
     scales = padded.abs().amax(dim=(-2, -1)).clamp_min(torch.finfo(torch.float32).tiny) / E4M3_MAX  # (B, H, blocks)
     X8 = (padded / scales[..., None, None]).view(B, H, blocks * block, d)[:, :, :N].to(torch.float8_e4m3fn)
-    return X8.contiguous(), scales
+    return (X8.transpose(-2, -1) if transposed else X8).contiguous(), scales
 
 
 def quantized_blocks(X: torch.Tensor, block: int, transposed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,11 +127,14 @@ def quantized_blocks(X: torch.Tensor, block: int, transposed: bool = False) -> t
     return X8, scales
 
 
-def quantize(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, launch: ForwardLaunch | None = None) -> Quantized:
+def quantize(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, launch: ForwardLaunch | None = None,
+             blocks: Callable[..., tuple[torch.Tensor, torch.Tensor]] = quantized_blocks) -> Quantized:
+    """Q, K, V (B, H, N, d) in e4m3 with their scales over `launch`'s blocks, by our kernel, or by torch with
+    blocks=quantize_blocks."""
     launch = launch or default_launch(Q.shape[-1])
-    q, q_scales = quantized_blocks(Q, launch.block_m)
-    k, k_scales = quantized_blocks(K, launch.block_n)
-    v_t, v_scales = quantized_blocks(V, launch.block_n, transposed=True)
+    q, q_scales = blocks(Q, launch.block_m)
+    k, k_scales = blocks(K, launch.block_n)
+    v_t, v_scales = blocks(V, launch.block_n, transposed=True)
     return Quantized(q, k, v_t, q_scales, k_scales, v_scales, launch)
 
 

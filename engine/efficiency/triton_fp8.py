@@ -35,6 +35,9 @@ from engine.efficiency.triton_flash import (
 )
 
 E4M3_MAX = 448.0  # the largest finite float8_e4m3fn
+# a block's scale is its largest |x| times float32(1/448), a product rather than a quotient, as torch computes a tensor
+# over a number on CUDA (by its reciprocal): so quantize_blocks and our kernel agree to the bit on CPU and GPU
+INVERSE_E4M3_MAX = 1 / E4M3_MAX
 P_LOG2_SCALE = 8  # P is taken to e4m3 as 2^8 · P: at most 256, and its entries down to 2^-17 stay representable
 # ‖O_fp8 − O_fp32‖ / ‖O_fp32‖ on N(0, 1) inputs: measured 4.0-5.1e-2 over the tests' shapes under the interpreter
 # and 4.7-5.5e-2 on an H200 at N = 2k-16k (benchmarks/results/flash_fp8.json), as torch gives with the same
@@ -44,7 +47,7 @@ if triton is not None:
     import triton.language as tl
 
     KERNEL_P_LOG2_SCALE = tl.constexpr(P_LOG2_SCALE)
-    KERNEL_E4M3_MAX = tl.constexpr(E4M3_MAX)
+    KERNEL_INVERSE_E4M3_MAX = tl.constexpr(INVERSE_E4M3_MAX)
     KERNEL_FLOAT32_TINY = tl.constexpr(torch.finfo(torch.float32).tiny)
 
     @triton.jit
@@ -75,9 +78,9 @@ if triton is not None:
             x = tl.load(X + rows).to(tl.float32)
         else:
             x = tl.load(X + rows, mask=offs_n[:, None] < n_ctx, other=0.0).to(tl.float32)  # (BLOCK, d)
-        # division rounded to nearest, as torch's: Triton's `/` on float32 is an approximate division on a GPU
-        scale = tl.math.div_rn(tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), KERNEL_FLOAT32_TINY), KERNEL_E4M3_MAX)
+        scale = tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), KERNEL_FLOAT32_TINY) * KERNEL_INVERSE_E4M3_MAX
         tl.store(scales + head * tl.num_programs(0) + block, scale)
+        # division rounded to nearest, as torch's: Triton's `/` on float32 is an approximate division on a GPU
         x8 = _e4m3_rounded(tl.math.div_rn(x, scale), EMULATE).to(tl.float8e4nv)
         if TRANSPOSED:
             out = head * HEAD_DIM * n_ctx + offs_d[None, :] * n_ctx + offs_n[:, None]
@@ -107,7 +110,8 @@ def quantize_blocks(X: torch.Tensor, block: int, transposed: bool = False) -> tu
     B, H, N, d = X.shape
     blocks = math.ceil(N / block)
     padded = F.pad(X.float(), (0, 0, 0, blocks * block - N)).view(B, H, blocks, block, d)
-    scales = padded.abs().amax(dim=(-2, -1)).clamp_min(torch.finfo(torch.float32).tiny) / E4M3_MAX  # (B, H, blocks)
+    largest = padded.abs().amax(dim=(-2, -1)).clamp_min(torch.finfo(torch.float32).tiny)  # (B, H, blocks)
+    scales = largest * INVERSE_E4M3_MAX
     X8 = (padded / scales[..., None, None]).view(B, H, blocks * block, d)[:, :, :N].to(torch.float8_e4m3fn)
     return (X8.transpose(-2, -1) if transposed else X8).contiguous(), scales
 

@@ -166,20 +166,30 @@ def compiler_target(device_name: str) -> str | None:
     return "A100" if "A100" in device_name else None
 
 
-def unfit_launches(target: str | None) -> dict[tuple, str]:
+def unfit_launches(target: str | None, spilling: bool = True) -> dict[tuple, str]:
     """Launches that spill or do not fit a block's shared memory on `target` in the compile record, in any dtype or
-    mask, keyed (kernel, head_dim, causal, block_m, block_n, num_warps, num_stages), with the reason."""
+    mask, keyed (kernel, head_dim, causal, block_m, block_n, num_warps, num_stages), with the reason; with
+    spilling=False only those that cannot run at all (no block fits an SM, or it does not compile)."""
     record = records.load_compiled(RESULTS / "flash_compile.json")
     if record is None or target is None:
         print("  no compile record for this GPU: every configuration is tried")
         return {}
-    return {_unfit_key(kernel_launch_of(r)): r["error"] or (
+    return {unfit_key(kernel_launch_of(r)): r["error"] or (
                 f"spills {r['spill_bytes']} B per thread" if r["spill_bytes"] else
                 f"needs {r['shared_bytes'] // 1024} KiB of shared memory per block")
-            for r in record["rows"] if r["target"] == target and not r["fits"]}
+            for r in record["rows"] if r["target"] == target and not r["fits"] and (spilling or not r["blocks_per_sm"])}
 
 
-def _unfit_key(launch: KernelLaunch) -> tuple:
+def resident_blocks(target: str | None) -> dict[tuple, int]:
+    """Programs of each recorded launch that one SM of `target` holds at once (the compile record's occupancy), keyed
+    as unfit_launches: a persistent launch starts that many per SM."""
+    record = records.load_compiled(RESULTS / "flash_compile.json")
+    if record is None or target is None:
+        return {}
+    return {unfit_key(kernel_launch_of(r)): r["blocks_per_sm"] for r in record["rows"] if r["target"] == target}
+
+
+def unfit_key(launch: KernelLaunch) -> tuple:
     """A launch without its dtype and mask: one that does not fit in any of them is dropped in all."""
     return (launch.kernel, launch.head_dim, launch.causal, launch.block_m, launch.block_n, launch.num_warps,
             launch.num_stages)
@@ -191,7 +201,7 @@ def tuned_configs(d: int, causal: bool, unfit: dict[tuple, str]) -> dict:
     def fitting(configs: list) -> list:
         kept = []
         for c in configs:
-            why = next(filter(None, (unfit.get(_unfit_key(launch))
+            why = next(filter(None, (unfit.get(unfit_key(launch))
                                      for launch in kernel_launches(c, d, "bf16", causal, True))), None)
             if why:
                 print(f"    dropped before timing, d = {d}, causal = {causal}: {c}: {why}")

@@ -1,10 +1,12 @@
 """Our Triton kernels compiled for the H100 (sm_90) and the A100 (sm_80) on this machine, GPU or not: every
-launch the GPU benchmark can make (benchmarks.flash.launches), with its registers, spill, shared memory,
-tensor-core instruction and blocks per SM. Writes benchmarks/results/flash_compile.json, which the pages show
-and the GPU benchmark reads to drop launches that spill or do not fit before any GPU time is spent.
+launch the GPU benchmark can make (benchmarks.flash.launches) and every Hopper forward its probes time
+(benchmarks.flash_tma and flash_fp8: TMA, persistent, FP8; on the A100 they do not compile, and the record says
+why), with its registers, spill, shared memory, tensor-core instruction and blocks per SM. Writes
+benchmarks/results/flash_compile.json, which the pages show and the GPU benchmark and probes read to drop launches
+that spill or do not fit before any GPU time is spent.
 
-Rerun it whenever engine/efficiency/triton_flash.py changes: the file records the kernels' source hash, and
-tests/unit/test_flash_compile.py fails until it matches. About 10 minutes on 2 cores.
+Rerun it whenever engine/efficiency/triton_flash.py, triton_fp8.py or triton_tma.py changes: the file records the
+kernels' source hash, and tests/unit/test_flash_compile.py fails until it matches. About 12 minutes on 2 cores.
 Usage: python -m benchmarks.flash_compile [--workers N]
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from datetime import UTC, datetime
 from importlib.metadata import version
 
-from benchmarks import write_result
+from benchmarks import flash_fp8, flash_tma, write_result
 from benchmarks.flash import launches
 from engine.efficiency import compiled, records
 
@@ -25,7 +27,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="compiling processes")
     args = parser.parse_args()
     started = time.monotonic()
-    wanted = launches()
+    wanted = launches() + flash_tma.hopper_launches() + flash_fp8.hopper_launches()
     print(f"{len(wanted)} launches for {', '.join(compiled.TARGETS)}, {args.workers} processes")
     results = compiled.compile_launches(wanted, list(compiled.TARGETS), args.workers)
     for c in results:

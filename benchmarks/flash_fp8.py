@@ -20,11 +20,20 @@ import json
 import torch
 
 from benchmarks import RESULTS, write_result
-from benchmarks.flash import checked_and_timed, dense_bf16_peak, header, run_on_gpu
+from benchmarks.flash import (
+    checked_and_timed,
+    compiler_target,
+    dense_bf16_peak,
+    header,
+    resident_blocks,
+    run_on_gpu,
+    unfit_key,
+    unfit_launches,
+)
 from benchmarks.flash_dip import recorded_launch
 from engine.efficiency import sweep
 from engine.efficiency.flash import naive_attention
-from engine.efficiency.launches import ForwardLaunch
+from engine.efficiency.launches import ForwardLaunch, KernelLaunch
 from engine.efficiency.measure import time_interleaved
 from engine.efficiency.triton_flash import triton_attention
 from engine.efficiency.triton_fp8 import FP8_RELATIVE_ERROR, fp8_attention, quantize, quantize_blocks
@@ -36,8 +45,31 @@ LENGTHS = (2048, 4096, 8192, 16384)
 OURS_BF16, OURS_BF16_TMA = "ours bf16", "ours bf16, TMA"
 OURS_FP8, OURS_FP8_TMA, OURS_FP8_PERSISTENT = ("ours fp8 (inputs in e4m3)", "ours fp8, TMA (inputs in e4m3)",
                                                "ours fp8, TMA persistent (inputs in e4m3)")
-OURS_FP8_QUANTIZING, OURS_FP8_TORCH_QUANTIZING = "ours fp8 with quantizing", "ours fp8 with torch's quantizing"
+# "ours fp8 with quantizing" in records before our quantizing kernel was torch's passes
+OURS_FP8_QUANTIZING = "ours fp8 with our quantizing kernel"
+OURS_FP8_TORCH_QUANTIZING = "ours fp8 with torch's quantizing"
 CUDNN, FLASH = "SDPA cuDNN bf16", "SDPA flash bf16"
+# each FP8 forward timed on e4m3 inputs, by the kernel's name in the compile record (launches.HOPPER_KERNELS)
+FP8_KERNELS = {OURS_FP8: "FP8 forward", OURS_FP8_TMA: "FP8 forward, TMA",
+               OURS_FP8_PERSISTENT: "FP8 forward, TMA, persistent"}
+
+
+def hopper_launches() -> list[KernelLaunch]:
+    """Every FP8 forward this probe can time, for benchmarks.flash_compile (bf16 out, N a multiple of the blocks)."""
+    return [KernelLaunch(kernel, d, "bf16", causal, True, launch.block_m, launch.block_n, launch.num_warps,
+                         launch.num_stages)
+            for kernel in FP8_KERNELS.values() for launch in FP8_CONFIGS for d in (64, 128) for causal in (False, True)]
+
+
+def compiled_key(method: str, launch: ForwardLaunch, d: int, causal: bool) -> tuple:
+    """One of FP8_KERNELS' forwards at this launch as benchmarks.flash keys the compile record's rows."""
+    return unfit_key(KernelLaunch(FP8_KERNELS[method], d, "bf16", causal, True, launch.block_m, launch.block_n,
+                                  launch.num_warps, launch.num_stages))
+
+
+def unfit_for(method: str, launch: ForwardLaunch, d: int, causal: bool, unfit: dict[tuple, str]) -> str | None:
+    """Why the compile record says one of FP8_KERNELS' forwards at this launch does not fit this GPU, if it does not."""
+    return unfit.get(compiled_key(method, launch, d, causal))
 
 
 def recorded_tma(d: int, causal: bool) -> dict | None:
@@ -54,10 +86,13 @@ def inputs(N: int, d: int) -> tuple[torch.Tensor, ...]:
     return tuple(torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
 
-def tune(d: int, causal: bool) -> ForwardLaunch | None:
+def tune(d: int, causal: bool, unfit: dict[tuple, str]) -> ForwardLaunch | None:
     Q, K, V = inputs(8192, d)
     ran = {}
     for launch in FP8_CONFIGS:
+        if why := unfit_for(OURS_FP8, launch, d, causal, unfit):
+            print(f"  d = {d}, causal = {causal}, {launch}: dropped before timing: {why}")
+            continue
         try:
             quantized = quantize(Q, K, V, launch)
             fp8_attention(quantized, causal)
@@ -76,30 +111,41 @@ def run() -> dict:
     name = torch.cuda.get_device_name()
     peak = dense_bf16_peak(name)
     result = header(name) | {"dense_bf16_peak_tflops": peak, "bound": FP8_RELATIVE_ERROR, "launches": {}, "rows": []}
-    cudnn, flash = (sweep.sdpa_backend(name) for name in (sweep.SDPA_CUDNN, sweep.SDPA_FLASH))
+    cudnn, flash = (sweep.sdpa_backend(backend) for backend in (sweep.SDPA_CUDNN, sweep.SDPA_FLASH))
+    target = compiler_target(name)
+    # a launch that spills still runs, and in the H200's record a spilling FP8 launch was the fastest: only those that
+    # cannot run are dropped
+    unfit, resident = unfit_launches(target, spilling=False), resident_blocks(target)
     for d, causal in itertools.product((64, 128), (False, True)):
-        fp8_launch, bf16_launch = tune(d, causal), recorded_launch(d, causal)
-        result["launches"][f"d{d}_{'causal' if causal else 'full'}"] = {
-            "fp8": fp8_launch and vars(fp8_launch), "bf16": bf16_launch and vars(bf16_launch)}
+        fp8_launch, bf16_launch = tune(d, causal, unfit), recorded_launch(d, causal)
+        setting = f"d{d}_{'causal' if causal else 'full'}"
+        result["launches"][setting] = {"fp8": fp8_launch and vars(fp8_launch),
+                                       "bf16": bf16_launch and vars(bf16_launch)}
         if fp8_launch is None:
             continue
         tma = recorded_tma(d, causal)
+        programs = resident.get(compiled_key(OURS_FP8_PERSISTENT, fp8_launch, d, causal), 1)  # per SM, persistent
+        result["launches"][setting]["fp8_persistent_programs_per_sm"] = programs
         for N in LENGTHS:
             Q, K, V = inputs(N, d)
             quantized = quantize(Q, K, V, fp8_launch)
             calls = {OURS_BF16: lambda: triton_attention(Q, K, V, causal, bf16_launch)[0],
                      OURS_FP8: lambda: fp8_attention(quantized, causal),
                      OURS_FP8_TMA: lambda: fp8_tma_attention(quantized, causal),
-                     OURS_FP8_PERSISTENT: lambda: fp8_tma_attention(quantized, causal, persistent=True),
+                     OURS_FP8_PERSISTENT: lambda: fp8_tma_attention(quantized, causal, persistent=programs),
                      OURS_FP8_QUANTIZING: lambda: fp8_attention(quantize(Q, K, V, fp8_launch), causal),
                      OURS_FP8_TORCH_QUANTIZING:
                          lambda: fp8_attention(quantize(Q, K, V, fp8_launch, quantize_blocks), causal),
                      CUDNN: lambda: cudnn(Q, K, V, causal), FLASH: lambda: flash(Q, K, V, causal)}
+            dropped = {method: f"dropped before timing: {why}" for method in (OURS_FP8_TMA, OURS_FP8_PERSISTENT)
+                       if (why := unfit_for(method, fp8_launch, d, causal, unfit))}
+            calls = {method: call for method, call in calls.items() if method not in dropped}
             if tma:
                 calls[OURS_BF16_TMA] = lambda: tma_attention(Q, K, V, causal, ForwardLaunch(**tma["launch"]),
                                                              tma["warp_specialize"], tma["persistent"])[0]
             # FP8 is expected to differ from bf16 by its own rounding: its error is recorded, not a reason to refuse
             errors, refused, timings = checked_and_timed(calls, calls[OURS_BF16](), "our bf16 forward")
+            refused |= dropped
             float32_error = sweep.relative_error(
                 [calls[OURS_FP8]()], [naive_attention(Q.float(), K.float(), V.float(), causal)]) if N == 2048 else None
             flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)

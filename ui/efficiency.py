@@ -223,6 +223,47 @@ def default_launches(recorded: str, head_dim: int, causal: bool, _record: dict) 
     return records.default_launch_rows(_record, head_dim, causal)
 
 
+@st.cache_data(show_spinner=False)
+def hopper_launches(recorded: str, head_dim: int, causal: bool, _record: dict) -> list[dict]:
+    """records.hopper_rows of the compile record written at `recorded`, once per server for each setting."""
+    return records.hopper_rows(_record, head_dim, causal)
+
+
+def fits_note(row: dict, target: dict) -> str:
+    """Whether a compiled launch can run well on its target, and if not why: a block's shared memory or spill."""
+    if row["error"]:
+        return "does not compile"
+    if row["shared_bytes"] > target["shared_per_block"]:
+        return (f"no: {format_bytes(row['shared_bytes'])} of shared memory, over "
+                f"{format_bytes(target['shared_per_block'])}")
+    return f"no: spills {row['spill_bytes']} B a thread" if row["spill_bytes"] else "yes"
+
+
+def hopper_compile_panel(head_dim: int, causal: bool) -> None:
+    """What triton made of the Hopper forwards the GPU probes time (TMA, persistent, FP8) for the H100, from the
+    compile record; compiler_panel says when there is none."""
+    if (record := compile_record()) is None or not (rows := hopper_launches(record["date"], head_dim, causal, record)):
+        return
+    target = record["targets"]["H100"]
+    tables.dataframe({
+        "kernel": [r["kernel"] for r in rows],
+        "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],
+        "warps · stages": [f"{r['num_warps']} · {r['num_stages']}" for r in rows],
+        "shared used / block": [format_bytes(r["shared_bytes"]) for r in rows],
+        "registers / thread": [r["registers"] for r in rows],
+        "spill B / thread": [r["spill_bytes"] for r in rows],
+        "blocks / SM": [r["blocks_per_sm"] for r in rows],
+        "runs well": [fits_note(r, target) for r in rows],
+    }, hide_index=True)
+    st.caption(f"The Hopper forwards the GPU probes time at d = {head_dim}{', causal' if causal else ''} (bf16 out; "
+               "FP8 ones take e4m3 inputs), compiled for the H100 (sm_90) by triton "
+               f"{record['triton']}: one program per tile or persistent (one per SM, each walking tiles), with and "
+               "without warp specialization. A persistent program keeps its output tile in shared memory beside Q "
+               "and the stages of K and V; a launch no block of which fits an SM is dropped before any GPU time is "
+               "spent, one that spills is still timed. "
+               "For the A100 the FP8 ones do not compile: Ampere has no FP8 tensor cores.")
+
+
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:
     """What triton made of our kernels for the H100 and the A100 at their default launches (bf16, N a multiple of
     the blocks), read from benchmarks/results/flash_compile.json; beside the page's model when it gives one."""

@@ -5,8 +5,8 @@ import torch
 
 from engine.efficiency import published, sweep
 from ui import boundary, queued
-from ui.efficiency import (compiler_panel, dip_note, fp8_columns, probe_table, recorded_label, sweep_figures,
-                           sweep_table, tma_columns)
+from ui.efficiency import (compiler_panel, dip_note, fp8_columns, hopper_compile_panel, probe_table, recorded_label,
+                           sweep_figures, sweep_table, tma_columns)
 from ui.loaders import flash_results, probe_results
 from ui.page import Page, equations
 
@@ -165,11 +165,12 @@ with page.guard():
         st.caption(f"{fp8['device']} · {fp8['date'][:10]} · d = {d}, causal = {causal}: our e4m3 forward "
                    "(per-block scales) beside our bf16 forward and SDPA's backends, forward pass, TFLOP/s by N. FP8 is "
                    "timed on inputs already in e4m3, as FlashAttention-3 reports it, and again with quantizing Q, "
-                   f"K, V included; its error ‖O_fp8 − O_bf16‖ / ‖O_bf16‖ is bounded by {fp8['bound']:.0e} in "
-                   "the tests.")
+                   "K, V included (\"with quantizing\": torch's passes, in records before our quantizing kernel); "
+                   f"its error ‖O_fp8 − O_bf16‖ / ‖O_bf16‖ is bounded by {fp8['bound']:.0e} in the tests.")
         probe_table(fp8, d, causal, fp8_columns, {"FP8 / our bf16": "%.2fx", "FP8 error": "%.1e"})
 
 st.subheader("What the compiler made of our Triton kernels")
 with page.guard():
     compiler_panel(d, causal)
+    hopper_compile_panel(d, causal)
 

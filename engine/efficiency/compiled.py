@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.efficiency.launches import KERNELS, KernelLaunch
+from engine.efficiency.launches import HOPPER_KERNELS, KERNELS, KernelLaunch
 
 
 @dataclass(frozen=True)
@@ -95,29 +95,49 @@ class Compiled:
             "fits": self.fits, "blocks_per_sm": self.blocks_per_sm()}
 
 
-def _signature(fn, launch: KernelLaunch) -> tuple[dict, dict, list[int]]:
-    """Triton's signature, constexprs and the indices of arguments divisible by 16, as the JIT specialises them."""
-    element = "*" + launch.dtype
-    statistics = {"L", "Delta"}  # float32 rows
-    integers, floats = {"stride_bh", "stride_n", "n_ctx"}, {"qk_scale", "sm_scale"}
+def _signature(fn, launch: KernelLaunch, constexpr_values: dict) -> tuple[dict, dict, list[int]]:
+    """Triton's signature, constexprs and the indices of arguments divisible by 16, as the JIT specialises them.
+    An FP8 kernel's inputs (Q, K, V^T and their descriptors) are e4m3, its output the launch's dtype; a descriptor's
+    block is the tile it moves: BLOCK_M rows of Q and O, BLOCK_N of K and V, V^T's (d, BLOCK_N)."""
+    element = launch.dtype
+    inputs = "fp8e4nv" if launch.kernel.startswith("FP8") else element
+    statistics = {"L", "Delta", "q_scales", "k_scales", "v_scales"}  # float32 rows
+    integers, floats = {"stride_bh", "stride_n", "n_ctx", "n_tiles"}, {"qk_scale", "sm_scale"}
+    d, m, n = launch.head_dim, launch.block_m, launch.block_n
+    descriptors = {"desc_q": (inputs, m, d), "desc_k": (inputs, n, d), "desc_v": (inputs, n, d),
+                   "desc_v_t": (inputs, d, n), "desc_o": (element, m, d)}
     values = {"HEAD_DIM": launch.head_dim, "BLOCK_M": launch.block_m, "BLOCK_N": launch.block_n,
               "CAUSAL": launch.causal, "EVEN": launch.even, "EVEN_M": launch.even, "EVEN_N": launch.even,
-              "EMULATE_BF16": False}
+              "EMULATE_BF16": False, "EMULATE": False} | constexpr_values
     signature, constexprs, divisible = {}, {}, []
     for i, param in enumerate(fn.params):
         name = param.name
         if param.is_constexpr:
             signature[name], constexprs[name] = "constexpr", values[name]
+        elif name in descriptors:
+            dtype, rows, columns = descriptors[name]
+            signature[name] = f"tensordesc<{dtype}[{rows},{columns}]>"
         elif name in integers:
             signature[name] = "i32"
-            if name != "n_ctx" or launch.even:
+            if name not in ("n_ctx", "n_tiles") or launch.even:
                 divisible.append(i)
         elif name in floats:
             signature[name] = "fp32"
         else:
-            signature[name] = "*fp32" if name in statistics else element
+            signature[name] = ("*fp32" if name in statistics else
+                               "*" + (inputs if name in ("Q", "K", "V_T") else element))
             divisible.append(i)
     return signature, constexprs, divisible
+
+
+def kernel_function(kernel: str):
+    """The jitted function of a KernelLaunch's kernel and the constexprs that make it that kernel."""
+    import importlib
+
+    if kernel in KERNELS:
+        return getattr(importlib.import_module("engine.efficiency.triton_flash"), KERNELS[kernel]), {}
+    module, function, constexprs = HOPPER_KERNELS[kernel]
+    return getattr(importlib.import_module(f"engine.efficiency.{module}"), function), constexprs
 
 
 def _resources(cubin: bytes) -> dict[str, int]:
@@ -141,12 +161,10 @@ def _compile_here(launch: KernelLaunch, target_key: str) -> Compiled:
     from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
 
-    from engine.efficiency import triton_flash
-
     target = TARGETS[target_key]
-    fn = getattr(triton_flash, KERNELS[launch.kernel])
+    fn, constexpr_values = kernel_function(launch.kernel)
     gpu = GPUTarget("cuda", target.capability, 32)
-    signature, constexprs, divisible = _signature(fn, launch)
+    signature, constexprs, divisible = _signature(fn, launch, constexpr_values)
     attrs = {(i,): make_backend(gpu).parse_attr("D") for i in divisible}
     result = Compiled(launch, target_key)
     try:

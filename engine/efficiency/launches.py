@@ -46,13 +46,26 @@ def gpu_backward_launch(head_dim: int) -> BackwardLaunch:
 
 # each kernel's function in triton_flash.py
 KERNELS = {"forward": "_flash_forward", "backward dK dV": "_flash_backward_dk_dv", "backward dQ": "_flash_backward_dq"}
+# the Hopper forwards the GPU probes time (benchmarks.flash_tma, flash_fp8): each kernel's module in
+# engine.efficiency, its function and the constexprs that make it that kernel; "FP8" ones take e4m3 inputs and write
+# the launch's dtype
+TMA_SCHEDULES = {"": {}, ", warp-specialized": {"WARP_SPECIALIZE": True}, ", persistent": {"PERSISTENT": True},
+                 ", persistent, warp-specialized": {"WARP_SPECIALIZE": True, "PERSISTENT": True}}
+HOPPER_KERNELS = {
+    **{f"forward, TMA{schedule}": ("triton_tma", "_tma_forward", {"WARP_SPECIALIZE": False, "PERSISTENT": False}
+                                   | constexprs) for schedule, constexprs in TMA_SCHEDULES.items()},
+    "FP8 forward": ("triton_fp8", "_fp8_forward", {}),
+    "FP8 forward, TMA": ("triton_tma", "_fp8_tma_forward", {"WARP_SPECIALIZE": False, "PERSISTENT": False}),
+    "FP8 forward, TMA, persistent": ("triton_tma", "_fp8_tma_forward", {"WARP_SPECIALIZE": False,
+                                                                          "PERSISTENT": True}),
+}
 
 
 @dataclass(frozen=True)
 class KernelLaunch:
     """One kernel as a launch runs it, with what its constexprs depend on: what the compiler is given."""
 
-    kernel: str  # a key of KERNELS
+    kernel: str  # a key of KERNELS or HOPPER_KERNELS
     head_dim: int
     dtype: str  # "bf16" or "fp16"
     causal: bool

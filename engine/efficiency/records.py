@@ -10,7 +10,13 @@ from pathlib import Path
 
 from engine.checkpoint_files import ModelFileError, git_restore
 from engine.efficiency.compiled import TARGETS
-from engine.efficiency.launches import gpu_backward_launch, gpu_forward_launch, kernel_launch_of, kernel_launches
+from engine.efficiency.launches import (
+    HOPPER_KERNELS,
+    gpu_backward_launch,
+    gpu_forward_launch,
+    kernel_launch_of,
+    kernel_launches,
+)
 from engine.efficiency.sweep import FORWARD, FORWARD_BACKWARD, Point
 
 HEADER = {"date": str, "device": str, "versions": dict, "rows": list}
@@ -105,12 +111,12 @@ def load_results(path: Path) -> dict | None:
 
 
 def kernel_source_hash() -> str:
-    """sha256 of our Triton kernels' source (every jitted function of triton_flash, in order), so that a compile
-    record can say whether it was made from the kernels as they are."""
-    from engine.efficiency import triton_flash
+    """sha256 of our Triton kernels' source (every jitted function of triton_flash, triton_fp8 and triton_tma, in
+    order), so that a compile record can say whether it was made from the kernels as they are."""
+    from engine.efficiency import triton_flash, triton_fp8, triton_tma
 
-    jitted = [value.fn for value in vars(triton_flash).values()
-              if getattr(getattr(value, "fn", None), "__module__", None) == triton_flash.__name__]
+    jitted = [value.fn for module in (triton_flash, triton_fp8, triton_tma) for value in vars(module).values()
+              if getattr(getattr(value, "fn", None), "__module__", None) == module.__name__]
     return hashlib.sha256("\n".join(inspect.getsource(fn) for fn in jitted).encode()).hexdigest()
 
 
@@ -166,3 +172,10 @@ def default_launch_rows(record: dict, head_dim: int, causal: bool, dtype: str = 
               for kernel in kernel_launches(launch, head_dim, dtype, causal, True)]
     found = {(r["target"], kernel_launch_of(r)): r for r in record["rows"]}
     return [found[target, launch] for target in TARGETS for launch in wanted if (target, launch) in found]
+
+
+def hopper_rows(record: dict, head_dim: int, causal: bool, target: str = "H100") -> list[dict]:
+    """The recorded rows of the Hopper forwards the GPU probes time (launches.HOPPER_KERNELS) at this head dim and
+    mask on `target`, bf16, in the order they were compiled."""
+    return [r for r in record["rows"] if r["kernel"] in HOPPER_KERNELS and r["target"] == target
+            and r["head_dim"] == head_dim and r["causal"] == causal and r["dtype"] == "bf16"]

@@ -173,13 +173,14 @@ if triton is not None:
                                  n_ctx, qk_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, WARP_SPECIALIZE, EMULATE)
 
 
-def tile_grid(tiles: int, persistent: bool, device: torch.device) -> tuple[int]:
-    """A 1-D grid over `tiles` query tiles: one program each, or, persistent, as many as the GPU has SMs (under the
-    interpreter INTERPRETED_SMS, so that a program walks several tiles and the last walk is short)."""
+def tile_grid(tiles: int, persistent: int, device: torch.device) -> tuple[int]:
+    """A 1-D grid over `tiles` query tiles: one program each, or, persistent (programs per SM, True for one), as
+    many as fit the GPU's SMs at once (under the interpreter INTERPRETED_SMS, so that a program walks several tiles
+    and the last walk is short)."""
     if not persistent:
         return (tiles,)
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else INTERPRETED_SMS
-    return (min(sms, tiles),)
+    return (min(sms * int(persistent), tiles),)
 
 
 def check_tma_length(N: int, launch: ForwardLaunch) -> None:
@@ -190,9 +191,10 @@ def check_tma_length(N: int, launch: ForwardLaunch) -> None:
 
 def tma_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
                   launch: ForwardLaunch | None = None, warp_specialize: bool = False,
-                  persistent: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                  persistent: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(QK^T/√d) V for Q, K, V (B, H, N, d) in float16 or bfloat16, N a multiple of both blocks: O and L
-    (B, H, N), as triton_flash.triton_attention gives them."""
+    (B, H, N), as triton_flash.triton_attention gives them. `persistent`: programs per SM (True for one; as many
+    as an SM holds at once keeps its latency hiding), or 0 for one program per tile."""
     _check_inputs(Q, K, V)
     B, H, N, d = Q.shape
     launch = launch or default_launch(d)
@@ -208,16 +210,16 @@ def tma_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: boo
     with _on_device(Q):
         _tma_forward[tile_grid(tiles, persistent, Q.device)](
             *descriptors, L, N, tiles, LOG2_E / math.sqrt(d), HEAD_DIM=d, BLOCK_M=launch.block_m,
-            BLOCK_N=launch.block_n, CAUSAL=causal, WARP_SPECIALIZE=warp_specialize, PERSISTENT=persistent,
+            BLOCK_N=launch.block_n, CAUSAL=causal, WARP_SPECIALIZE=warp_specialize, PERSISTENT=bool(persistent),
             EMULATE_BF16=interpreted() and Q.dtype == torch.bfloat16, num_warps=launch.num_warps,
             num_stages=launch.num_stages)
     return O.view(B, H, N, d), L
 
 
 def fp8_tma_attention(inputs: Quantized, causal: bool = False, out_dtype: torch.dtype = torch.bfloat16,
-                      warp_specialize: bool = False, persistent: bool = False) -> torch.Tensor:
+                      warp_specialize: bool = False, persistent: int = 0) -> torch.Tensor:
     """triton_fp8.fp8_attention with its tiles moved by TMA: O (B, H, N, d) in out_dtype, N a multiple of both
-    blocks."""
+    blocks; `persistent` as tma_attention's."""
     _check_inputs(inputs.q, inputs.k, inputs.v_t.transpose(-2, -1))
     B, H, N, d = inputs.q.shape
     launch = inputs.launch
@@ -232,6 +234,6 @@ def fp8_tma_attention(inputs: Quantized, causal: bool = False, out_dtype: torch.
         _fp8_tma_forward[tile_grid(tiles, persistent, O.device)](
             *descriptors, inputs.q_scales, inputs.k_scales, inputs.v_scales, N, tiles, LOG2_E / math.sqrt(d),
             HEAD_DIM=d, BLOCK_M=launch.block_m, BLOCK_N=launch.block_n, CAUSAL=causal,
-            WARP_SPECIALIZE=warp_specialize, PERSISTENT=persistent, EMULATE=interpreted(),
+            WARP_SPECIALIZE=warp_specialize, PERSISTENT=bool(persistent), EMULATE=interpreted(),
             num_warps=launch.num_warps, num_stages=launch.num_stages)
     return O.view(B, H, N, d)

@@ -285,6 +285,22 @@ def test_the_pages_show_what_the_compiler_made_of_the_default_launches(page_name
         assert "129.0 KiB of shared memory" in said and "(128.0 KiB in bf16)" in said
 
 
+def test_the_timing_page_shows_what_the_compiler_made_of_the_hopper_forwards():
+    """At d = 128: the TMA forward's 3 launches in 4 schedules and the FP8 forward's 4 launches in 3 forms; the
+    persistent (128, 128) one on 3 stages needs more shared memory than an H100 block may have, and says so."""
+    at = open_page("attention_timing", d="128", causal="False")
+    assert_clean(at)
+    table = next(t.value for t in at.dataframe if "runs well" in t.value)
+    rows = records.hopper_rows(records.load_compiled(loaders.RESULTS / "flash_compile.json"), 128, False)
+    assert list(table["kernel"]) == [r["kernel"] for r in rows] and len(rows) == 3 * 4 + 4 * 3
+    verdict = dict(zip(zip(table["kernel"], table["blocks"], table["warps · stages"]), table["runs well"]))
+    persistent = verdict["forward, TMA, persistent", "128 × 128", "8 · 3"]
+    assert persistent.startswith("no: ") and persistent.endswith("over 227.0 KiB")
+    assert verdict["forward, TMA", "128 × 128", "8 · 3"] == "yes"
+    assert verdict["forward, TMA, persistent", "128 × 128", "8 · 2"] == "yes"
+    assert any("Ampere has no FP8 tensor cores" in c.value for c in at.caption)
+
+
 def test_the_compiler_panel_says_when_nothing_or_something_broken_is_recorded(tmp_path, monkeypatch):
     (tmp_path / "flash_cpu.json").write_bytes((loaders.RESULTS / "flash_cpu.json").read_bytes())
     monkeypatch.setattr(loaders, "RESULTS", tmp_path)

@@ -142,13 +142,15 @@ def test_the_tma_probe_defaults_to_the_fastest_forward_over_every_length_it_time
     from benchmarks.flash_tma import CUDNN, OURS, defaults
 
     fast_once, steady, refused_once = "ours, TMA (a)", "ours, TMA (b, persistent, warp-specialized)", "ours, TMA (c)"
-    launches = {OURS: {"block_m": 128}, fast_once: {"block_m": 64}, steady: {"block_m": 32}, refused_once: {}}
+    launches = {OURS: {"block_m": 128}, fast_once: {"block_m": 64}, steady: {"block_m": 32, "programs_per_sm": 2},
+                refused_once: {}}
     rows = [{"d": 64, "causal": True, "dtype": "fp16", "N": N, "launches": launches, "tflops": tflops}
             for N, tflops in ((2048, {OURS: 100, CUDNN: 500, fast_once: 400, steady: 200, refused_once: 900}),
                               (4096, {OURS: 100, CUDNN: 500, fast_once: 50, steady: 200}))]
     chosen = defaults(rows)["d64_causal_fp16"]
     assert chosen["method"] == steady and chosen["launch"] == {"block_m": 32}
-    assert chosen["tma"] and chosen["persistent"] and chosen["warp_specialize"]
+    assert chosen["tma"] and chosen["persistent"] == 2 and chosen["warp_specialize"]
     assert chosen["mean_tflops"] == pytest.approx(200) and chosen["over_pointer"] == pytest.approx(2.0)
     rows[1]["tflops"][steady] = 10  # now sqrt(200 · 10) ≈ 45 < the pointer kernel's 100 < sqrt(400 · 50) ≈ 141
     assert defaults(rows)["d64_causal_fp16"]["method"] == fast_once
+    assert defaults(rows)["d64_causal_fp16"]["persistent"] == 0 and launches[steady]["programs_per_sm"] == 2

@@ -12,22 +12,22 @@ from engine.efficiency.flash import naive_attention  # noqa: E402
 from engine.efficiency.launches import ForwardLaunch  # noqa: E402
 from engine.efficiency.triton_flash import triton_attention  # noqa: E402
 from engine.efficiency.triton_fp8 import FP8_RELATIVE_ERROR, fp8_attention, quantize  # noqa: E402
-from engine.efficiency.triton_tma import fp8_tma_attention, tma_attention  # noqa: E402
+from engine.efficiency.triton_tma import INTERPRETED_SMS, fp8_tma_attention, tile_grid, tma_attention  # noqa: E402
 from engine.errors import InputError  # noqa: E402
 
 DEVICE = "cuda" if CUDA else "cpu"
 CASES = [(64, ForwardLaunch(32, 16, 4, 1))] if not CUDA else [(1024, ForwardLaunch(128, 64, 8, 3))]
 
 
-@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("persistent", [0, 1, 2])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("N,launch", CASES)
 def test_tma_kernel_is_within_twice_torchs_own_error_and_gives_the_pointer_kernels_l(N, launch, head_dim, dtype,
                                                                                     causal, persistent):
-    """Persistent, 12 tiles (two query blocks of six heads) on five programs under the interpreter: they walk three
-    or two, and a tile skipped shows in O and L."""
+    """Persistent, 12 tiles (two query blocks of six heads) under the interpreter's 5 SMs: on five programs (one per
+    SM) they walk three or two, on ten two or one; a tile skipped shows in O and L."""
     g = torch.Generator().manual_seed(N + head_dim)
     Q, K, V = (torch.randn(2, 3, N, head_dim, generator=g).to(DEVICE, dtype) for _ in range(3))
     O, L = tma_attention(Q, K, V, causal, launch, persistent=persistent)
@@ -57,6 +57,15 @@ def test_fp8_tma_kernel_gives_the_fp8_pointer_kernels_output(N, launch, head_dim
         torch.testing.assert_close(O, O_pointers, atol=2e-2, rtol=2e-2)
     else:
         assert torch.equal(O, O_pointers)
+
+
+@pytest.mark.skipif(CUDA, reason="the interpreter's SMs")
+def test_a_persistent_grid_holds_programs_per_sm_times_the_sms_and_never_more_than_the_tiles():
+    cpu = torch.device("cpu")
+    assert INTERPRETED_SMS == 5
+    assert tile_grid(12, 0, cpu) == (12,) and tile_grid(12, False, cpu) == (12,)
+    assert tile_grid(100, True, cpu) == (5,) and tile_grid(100, 1, cpu) == (5,) and tile_grid(100, 3, cpu) == (15,)
+    assert tile_grid(12, 2, cpu) == (10,) and tile_grid(3, 2, cpu) == (3,)
 
 
 def test_tma_kernel_refuses_a_length_that_is_not_a_multiple_of_its_blocks():

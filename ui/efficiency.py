@@ -234,9 +234,8 @@ def fits_note(row: dict, target: dict) -> str:
     if row["error"]:
         return "does not compile"
     if row["shared_bytes"] > target["shared_per_block"]:
-        return (f"no: {format_bytes(row['shared_bytes'])} of shared memory, over "
-                f"{format_bytes(target['shared_per_block'])}")
-    return f"no: spills {row['spill_bytes']} B a thread" if row["spill_bytes"] else "yes"
+        return "no: shared memory"  # the amount is the next column's
+    return f"spills {row['spill_bytes']} B" if row["spill_bytes"] else "yes"
 
 
 def hopper_compile_panel(head_dim: int, causal: bool) -> None:
@@ -249,19 +248,20 @@ def hopper_compile_panel(head_dim: int, causal: bool) -> None:
         "kernel": [r["kernel"] for r in rows],
         "blocks": [f"{r['block_m']} × {r['block_n']}" for r in rows],
         "warps · stages": [f"{r['num_warps']} · {r['num_stages']}" for r in rows],
+        "runs well": [fits_note(r, target) for r in rows],
         "shared used / block": [format_bytes(r["shared_bytes"]) for r in rows],
         "registers / thread": [r["registers"] for r in rows],
         "spill B / thread": [r["spill_bytes"] for r in rows],
         "blocks / SM": [r["blocks_per_sm"] for r in rows],
-        "runs well": [fits_note(r, target) for r in rows],
-    }, hide_index=True)
+    }, hide_index=True, column_config={"runs well": st.column_config.TextColumn(width="medium")})
     st.caption(f"The Hopper forwards the GPU probes time at d = {head_dim}{', causal' if causal else ''} (bf16 out; "
                "FP8 ones take e4m3 inputs), compiled for the H100 (sm_90) by triton "
-               f"{record['triton']}: one program per tile or persistent (one per SM, each walking tiles), with and "
-               "without warp specialization. A persistent program keeps its output tile in shared memory beside Q "
-               "and the stages of K and V; a launch no block of which fits an SM is dropped before any GPU time is "
-               "spent, one that spills is still timed. "
-               "For the A100 the FP8 ones do not compile: Ampere has no FP8 tensor cores.")
+               f"{record['triton']}: one program per tile or persistent (as many per SM as fit, each walking tiles), "
+               "with and without warp specialization. Runs well: a block fits an SM (its shared memory within the "
+               f"{format_bytes(target['shared_per_block'])} one may have) and spills no registers. A persistent "
+               "program keeps its output tile in shared memory beside Q and the stages of K and V. A launch no block "
+               "of which fits is dropped before any GPU time is spent; one that spills runs, slower, and is still "
+               "timed. For the A100 the FP8 ones do not compile: Ampere has no FP8 tensor cores.")
 
 
 def compiler_panel(head_dim: int, causal: bool, model_sram: int | None = None) -> None:

@@ -35,7 +35,7 @@ from engine.efficiency.triton_flash import triton_attention
 from engine.efficiency.triton_tma import tma_attention
 
 # per head dim, the launches the H200's record (2026-11-27) put first and second, and (128, 128) on 2 stages at
-# d = 128, whose 3 stages ask a persistent block for 256 KiB of shared memory (compiled for sm_90, triton 3.9)
+# d = 128, whose 3 stages ask a persistent block for 257 KiB of shared memory (compiled for sm_90, triton 3.9)
 TMA_CONFIGS = {64: [ForwardLaunch(128, 64, 4, 3), ForwardLaunch(128, 64, 8, 3)],
                128: [ForwardLaunch(128, 128, 8, 3), ForwardLaunch(128, 128, 8, 2), ForwardLaunch(128, 64, 8, 3)]}
 LENGTHS = (2048, 4096, 16384)
@@ -69,7 +69,8 @@ def hopper_launches() -> list[KernelLaunch]:
             for dtype in DTYPES for causal in (False, True)]
 
 
-def tma_calls(Q, K, V, causal: bool, unfit: dict[tuple, str], resident: dict[tuple, int]) -> dict[str, tuple]:
+def tma_calls(Q, K, V, causal: bool, unfit: dict[tuple, str],
+              resident: dict[tuple, int]) -> dict[str, tuple | str]:
     """Every TMA launch for this head dim in each of its schedules, by name: its call and its launch as recorded
     (blocks, warps, stages, programs per SM when persistent), or, where the compile record says it does not fit
     this GPU, the reason, untimed. A persistent one starts as many programs per SM as the record says an SM holds

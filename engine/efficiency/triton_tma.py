@@ -6,8 +6,8 @@ tensor descriptors: one bulk copy per tile, issued by one thread and tracked by 
 computing addresses and loading its share. The descriptors view (B, H, N, d) as (B·H·N, d) rows, so N must be a
 multiple of both blocks (a tile never crosses into the next head). WARP_SPECIALIZE asks Triton to give the loads and
 the products warps of their own (`tl.range(..., warp_specialize=True)`), where the compiler supports it.
-PERSISTENT launches one program per SM, each walking the (query block, head) tiles a grid's width apart, the
-schedule FlashAttention-3 runs on Hopper, instead of one program per tile.
+PERSISTENT launches as many programs as the SMs hold at once, each walking the (query block, head) tiles a grid's
+width apart, the schedule FlashAttention-3 runs on Hopper, instead of one program per tile.
 
 The FP8 forward (engine.efficiency.triton_fp8) moves through descriptors the same way: its e4m3 K as (BLOCK_N, d) rows
 and its V^T, stored (B, H, d, N), as (d, BLOCK_N) boxes of a (B·H·d, N) view, both K-major for Hopper's FP8 products;
@@ -106,8 +106,9 @@ if triton is not None:
     def _tma_forward(desc_q, desc_k, desc_v, desc_o, L, n_ctx, n_tiles, qk_scale, HEAD_DIM: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                      WARP_SPECIALIZE: tl.constexpr, PERSISTENT: tl.constexpr, EMULATE_BF16: tl.constexpr):
-        """One tile per program, or, PERSISTENT, one program per SM walking the tiles a grid's width apart: no
-        block waits for a free SM, and a program's next tile can start while its last one's stores drain."""
+        """One tile per program, or, PERSISTENT, programs that stay on their SMs, each walking the tiles a grid's
+        width apart: no block waits for a free SM, and a program's next tile can start while its last one's stores
+        drain."""
         if PERSISTENT:
             for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
                 _tma_query_block(tile, desc_q, desc_k, desc_v, desc_o, L, n_ctx, qk_scale, HEAD_DIM, BLOCK_M,
@@ -115,7 +116,6 @@ if triton is not None:
         else:
             _tma_query_block(tl.program_id(0), desc_q, desc_k, desc_v, desc_o, L, n_ctx, qk_scale, HEAD_DIM,
                              BLOCK_M, BLOCK_N, CAUSAL, WARP_SPECIALIZE, EMULATE_BF16)
-
 
     @triton.jit
     def _fp8_tma_query_block(tile, desc_q, desc_k, desc_v_t, desc_o, q_scales, k_scales, v_scales, n_ctx, qk_scale,

@@ -33,7 +33,7 @@ from benchmarks.flash import (
 from benchmarks.flash_dip import recorded_launch
 from engine.efficiency import sweep
 from engine.efficiency.flash import naive_attention
-from engine.efficiency.launches import ForwardLaunch, KernelLaunch
+from engine.efficiency.launches import ForwardLaunch, KernelLaunch, kernel_launches
 from engine.efficiency.measure import time_interleaved
 from engine.efficiency.triton_flash import triton_attention
 from engine.efficiency.triton_fp8 import FP8_RELATIVE_ERROR, fp8_attention, quantize, quantize_blocks
@@ -56,15 +56,13 @@ FP8_KERNELS = {OURS_FP8: "FP8 forward", OURS_FP8_TMA: "FP8 forward, TMA",
 
 def hopper_launches() -> list[KernelLaunch]:
     """Every FP8 forward this probe can time, for benchmarks.flash_compile (bf16 out, N a multiple of the blocks)."""
-    return [KernelLaunch(kernel, d, "bf16", causal, True, launch.block_m, launch.block_n, launch.num_warps,
-                         launch.num_stages)
+    return [kernel_launches(launch, d, "bf16", causal, True, kernel)[0]
             for kernel in FP8_KERNELS.values() for launch in FP8_CONFIGS for d in (64, 128) for causal in (False, True)]
 
 
 def compiled_key(method: str, launch: ForwardLaunch, d: int, causal: bool) -> tuple:
     """One of FP8_KERNELS' forwards at this launch as benchmarks.flash keys the compile record's rows."""
-    return unfit_key(KernelLaunch(FP8_KERNELS[method], d, "bf16", causal, True, launch.block_m, launch.block_n,
-                                  launch.num_warps, launch.num_stages))
+    return unfit_key(kernel_launches(launch, d, "bf16", causal, True, FP8_KERNELS[method])[0])
 
 
 def unfit_for(method: str, launch: ForwardLaunch, d: int, causal: bool, unfit: dict[tuple, str]) -> str | None:

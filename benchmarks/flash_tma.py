@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -30,7 +31,7 @@ from benchmarks.flash import (
 from benchmarks.flash_dip import recorded_launch
 from benchmarks.flash_fp8 import inputs
 from engine.efficiency import sweep
-from engine.efficiency.launches import TMA_SCHEDULES, ForwardLaunch, KernelLaunch
+from engine.efficiency.launches import TMA_SCHEDULES, ForwardLaunch, KernelLaunch, kernel_launches
 from engine.efficiency.triton_flash import triton_attention
 from engine.efficiency.triton_tma import tma_attention
 
@@ -58,8 +59,7 @@ def tma_schedules(launch: ForwardLaunch) -> dict[str, dict]:
 
 def kernel_launch(launch: ForwardLaunch, schedule: str, d: int, dtype: str, causal: bool) -> KernelLaunch:
     """A TMA forward as the compile record names it (N a multiple of the blocks, as the TMA forward needs)."""
-    return KernelLaunch(f"forward, TMA{schedule}", d, dtype, causal, True, launch.block_m, launch.block_n,
-                        launch.num_warps, launch.num_stages)
+    return kernel_launches(launch, d, dtype, causal, True, f"forward, TMA{schedule}")[0]
 
 
 def hopper_launches() -> list[KernelLaunch]:
@@ -70,25 +70,24 @@ def hopper_launches() -> list[KernelLaunch]:
 
 
 def tma_calls(Q, K, V, causal: bool, unfit: dict[tuple, str],
-              resident: dict[tuple, int]) -> dict[str, tuple | str]:
-    """Every TMA launch for this head dim in each of its schedules, by name: its call and its launch as recorded
-    (blocks, warps, stages, programs per SM when persistent), or, where the compile record says it does not fit
-    this GPU, the reason, untimed. A persistent one starts as many programs per SM as the record says an SM holds
+              resident: dict[tuple, int]) -> tuple[dict[str, Callable], dict[str, dict], dict[str, str]]:
+    """Every TMA launch for this head dim in each of its schedules, by name: the calls, their launches as recorded
+    (blocks, warps, stages, programs per SM when persistent), and, untimed, those the compile record says cannot run
+    on this GPU, with the reason. A persistent one starts as many programs per SM as the record says an SM holds
     (`resident`; one where it does not say)."""
-    calls, d = {}, Q.shape[-1]
+    calls, launches, dropped, d = {}, {}, {}, Q.shape[-1]
     for launch in TMA_CONFIGS[d]:
         for schedule, options in tma_schedules(launch).items():
             name, key = tma_name(launch, schedule), unfit_key(kernel_launch(launch, schedule, d, "bf16", causal))
             if why := unfit.get(key):
-                calls[name] = f"dropped before timing: {why}"
+                dropped[name] = f"dropped before timing: {why}"
                 continue
             if options.get("persistent"):
                 options = options | {"persistent": resident.get(key, 1)}
-            calls[name] = ((lambda launch=launch, options=options: tma_attention(Q, K, V, causal, launch,
-                                                                                 **options)[0]),
-                           vars(launch) | ({"programs_per_sm": options["persistent"]} if "persistent" in options
-                                           else {}))
-    return calls
+            calls[name] = lambda launch=launch, options=options: tma_attention(Q, K, V, causal, launch, **options)[0]
+            launches[name] = vars(launch) | ({"programs_per_sm": options["persistent"]} if "persistent" in options
+                                             else {})
+    return calls, launches, dropped
 
 
 def defaults(rows: list[dict]) -> dict[str, dict]:
@@ -121,16 +120,15 @@ def run() -> dict:
         pointer_launch = recorded_launch(d, causal)
         for N in LENGTHS:
             Q, K, V = (t.to(dtype) for t in inputs(N, d))
-            tma = tma_calls(Q, K, V, causal, unfit, resident)
+            tma, tma_launches, dropped = tma_calls(Q, K, V, causal, unfit, resident)
             calls = {OURS: lambda: triton_attention(Q, K, V, causal, pointer_launch)[0],
-                     CUDNN: lambda: cudnn(Q, K, V, causal)} | {m: c[0] for m, c in tma.items() if isinstance(c, tuple)}
+                     CUDNN: lambda: cudnn(Q, K, V, causal)} | tma
             _, refused, timings = checked_and_timed(calls, calls[OURS](), "our pointer kernel", sweep.AGREEMENT)
-            refused |= {m: why for m, why in tma.items() if isinstance(why, str)}
+            refused |= dropped
             flops = sweep.attention_flops(*Q.shape[:2], N, d, causal)
             tflops = {m: flops / t.median / 1e12 for m, t in timings.items()}
             best = max((m for m in tflops if m.startswith("ours, TMA")), key=tflops.get, default=None)
-            launches = {OURS: vars(pointer_launch) if pointer_launch else None} | {
-                m: c[1] for m, c in tma.items() if isinstance(c, tuple)}
+            launches = {OURS: vars(pointer_launch) if pointer_launch else None} | tma_launches
             row = {"d": d, "causal": causal, "dtype": dtype_name, "N": N, "tflops": tflops, "refused": refused,
                    "launches": launches, "best_tma": best,
                    "best_tma_over_pointer": tflops[best] / tflops[OURS] if best and OURS in tflops else None,

@@ -77,12 +77,13 @@ class KernelLaunch:
 
 
 def kernel_launches(launch: ForwardLaunch | BackwardLaunch, head_dim: int, dtype: str, causal: bool,
-                    even: bool) -> list[KernelLaunch]:
-    """The kernels one launch runs: the forward's one, or the backward's two (dK dV, then dQ)."""
+                    even: bool, forward: str = "forward") -> list[KernelLaunch]:
+    """The kernels one launch runs: the forward's one (`forward`: that kernel's name, one of HOPPER_KERNELS' for
+    the probes' forwards), or the backward's two (dK dV, then dQ)."""
     common = {"head_dim": head_dim, "dtype": dtype, "causal": causal, "even": even, "num_warps": launch.num_warps,
               "num_stages": launch.num_stages}
     if isinstance(launch, ForwardLaunch):
-        return [KernelLaunch("forward", block_m=launch.block_m, block_n=launch.block_n, **common)]
+        return [KernelLaunch(forward, block_m=launch.block_m, block_n=launch.block_n, **common)]
     return [KernelLaunch("backward dK dV", block_m=launch.block_m1, block_n=launch.block_n1, **common),
             KernelLaunch("backward dQ", block_m=launch.block_m2, block_n=launch.block_n2, **common)]
 

@@ -105,16 +105,17 @@ def test_the_probes_drop_what_the_record_says_does_not_fit_before_timing():
     resident = {flash.unfit_key(kernel_launch_of(r)): r["blocks_per_sm"] for r in record["rows"]
                 if r["target"] == "H100"}
     Q = torch.zeros(1, 1, 128, 128)
-    calls = flash_tma.tma_calls(Q, Q, Q, False, unfit, resident)
+    calls, launches, dropped = flash_tma.tma_calls(Q, Q, Q, False, unfit, resident)
     three, two = ForwardLaunch(128, 128, 8, 3), ForwardLaunch(128, 128, 8, 2)
-    assert calls[flash_tma.tma_name(three, ", persistent")] == "dropped before timing: does not fit"
-    _, recorded = calls[flash_tma.tma_name(two, ", persistent")]
-    assert recorded == vars(two) | {"programs_per_sm": 1}, "one block of 192 KiB a SM"
-    _, recorded = calls[flash_tma.tma_name(three, "")]
-    assert recorded == vars(three)
-    d64 = flash_tma.tma_calls(Q[..., :64], Q[..., :64], Q[..., :64], True, unfit, resident)
-    _, recorded = d64[flash_tma.tma_name(ForwardLaunch(128, 64, 4, 3), ", persistent")]
-    assert recorded["programs_per_sm"] >= 2, "80 KiB of shared memory a block: two or more an SM"
+    assert dropped[flash_tma.tma_name(three, ", persistent")] == "dropped before timing: does not fit"
+    assert flash_tma.tma_name(three, ", persistent") not in calls
+    assert flash_tma.tma_name(two, ", persistent") in calls
+    assert launches[flash_tma.tma_name(two, ", persistent")] == vars(two) | {"programs_per_sm": 1}, \
+        "one block of 192 KiB a SM"
+    assert launches[flash_tma.tma_name(three, "")] == vars(three) and flash_tma.tma_name(three, "") in calls
+    _, d64, _ = flash_tma.tma_calls(Q[..., :64], Q[..., :64], Q[..., :64], True, unfit, resident)
+    assert d64[flash_tma.tma_name(ForwardLaunch(128, 64, 4, 3), ", persistent")]["programs_per_sm"] >= 2, \
+        "80 KiB of shared memory a block: two or more an SM"
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -194,13 +194,18 @@ def sentinel_model(name: str) -> tuple[PointerSentinelLM, dict]:
     return load_shipped_sentinel(name)
 
 
+def searched_width(method: str, width: int) -> int:
+    """The width a search's tree depends on: exhaustive search keeps every prefix whatever the width asked."""
+    return 1 if method == "exhaustive" else width
+
+
 def decoding_search(name: str, text: str, model, method: str, width: int, max_len: int, pruned_shown: int | None,
                     pruning: Pruning | None) -> SearchTree:
     """A search's tree, kept by its settings and shared, not copied (its attention rows would cost more to copy
     than the small models take to search): the page's other controls rerun without searching again. SmolLM2's
     searches go through the server's line (a search takes seconds). Exhaustive search keeps every prefix whatever
     the width, so every width finds the one tree (at four steps of a date model 44,000 nodes, 0.17 s)."""
-    return _searched(name, text, model, method, 1 if method == "exhaustive" else width, max_len, pruned_shown, pruning)
+    return _searched(name, text, model, method, searched_width(method, width), max_len, pruned_shown, pruning)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

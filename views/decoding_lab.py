@@ -17,7 +17,7 @@ from engine.transformer.train import load_lm
 from ui import figures, llm, tables
 from ui.defaults import STUDY_MODEL, STUDY_SEED, STUDY_WIDTHS, error_study
 from ui.llm import SEARCH_PROMPT_TOKENS, SEARCH_WIDEST
-from ui.loaders import char_model, decoding_search, distracted_dates, prompt_ids, seq2seq_checkpoint
+from ui.loaders import char_model, decoding_search, distracted_dates, prompt_ids, searched_width, seq2seq_checkpoint
 from ui.page import Page, equations
 from ui.seq2seq import LABEL_KEY, SYMBOLS, attention_heatmap
 from ui.smollm import smollm
@@ -149,8 +149,8 @@ def run_search(model, scoring: Scoring, pruning_name: str, shown: int | None, so
 
 def search_settings(pruning_name: str) -> tuple:
     """Everything that fixes a search's tree and its ranking: the cache key of ranked and tree_nodes. Exhaustive
-    search's tree is the same at every width (ui.loaders.decoding_search), and so its ranking."""
-    return name, text, method, None if method == "exhaustive" else width, max_len, alpha, beta, gamma, pruning_name
+    search's tree is the same at every width (ui.loaders.searched_width), and so its ranking."""
+    return name, text, method, searched_width(method, width), max_len, alpha, beta, gamma, pruning_name
 
 
 def rule_outputs(model, scoring: Scoring, in_force: dict, shown: int | None, source_length: int) -> None:
